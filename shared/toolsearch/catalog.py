@@ -1,0 +1,111 @@
+"""A caller's catalog: the tools the upstream lists for one token, classified.
+
+A catalog is immutable once built; refreshing one builds a new one. Its JSON
+form (`to_json`/`from_json`) is what the cache tiers store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One upstream tool, as listed, with the proxy's read/write verdict."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool
+    definition: Mapping[str, Any]  # the upstream's whole tool object, passed on unchanged
+
+    @property
+    def title(self) -> str:
+        annotations = self.definition.get("annotations") or {}
+        return self.definition.get("title") or annotations.get("title") or ""
+
+
+def is_read_only(definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> bool:
+    """Read-only only when the upstream says so (readOnlyHint: true), unless the operator overrides."""
+    name = definition.get("name")
+    if name in set(write_tools):
+        return False
+    if name in set(read_tools):
+        return True
+    annotations = definition.get("annotations") or {}
+    return annotations.get("readOnlyHint") is True
+
+
+def make_tool(definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> Tool:
+    schema = definition.get("inputSchema")
+    return Tool(
+        name=str(definition["name"]),
+        description=str(definition.get("description") or ""),
+        input_schema=schema if isinstance(schema, Mapping) else {"type": "object"},
+        read_only=is_read_only(definition, write_tools, read_tools),
+        definition=definition,
+    )
+
+
+@dataclass(frozen=True)
+class Catalog:
+    tools: Sequence[Tool]
+    instructions: str = ""
+    fetched_at: float = 0.0  # unix seconds when the upstream listed it
+    by_name: Mapping[str, Tool] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {tool.name: tool for tool in self.tools})
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self.by_name.get(name)
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "v": 1,
+                "fetched_at": self.fetched_at,
+                "instructions": self.instructions,
+                "tools": [dict(tool.definition) for tool in self.tools],
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode()
+
+    @classmethod
+    def from_definitions(
+        cls,
+        definitions: Iterable[Mapping[str, Any]],
+        instructions: str = "",
+        fetched_at: float = 0.0,
+        write_tools: Iterable[str] = (),
+        read_tools: Iterable[str] = (),
+    ) -> Catalog:
+        write_tools, read_tools = set(write_tools), set(read_tools)
+        tools = sorted((make_tool(d, write_tools, read_tools) for d in definitions), key=lambda t: t.name)
+        return cls(tools=tuple(tools), instructions=instructions, fetched_at=fetched_at)
+
+    @classmethod
+    def from_json(cls, data: bytes, write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> Catalog:
+        """Raises ValueError on anything that is not a catalog this version wrote."""
+        try:
+            obj = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError("catalog is not JSON") from exc
+        if not isinstance(obj, dict) or obj.get("v") != 1 or not isinstance(obj.get("tools"), list):
+            raise ValueError("catalog has an unknown shape")
+        if not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in obj["tools"]):
+            raise ValueError("catalog holds a tool without a name")
+        return cls.from_definitions(
+            obj["tools"],
+            instructions=str(obj.get("instructions") or ""),
+            fetched_at=float(obj.get("fetched_at") or 0.0),
+            write_tools=write_tools,
+            read_tools=read_tools,
+        )

@@ -1,0 +1,273 @@
+"""Every setting of the proxy, defined once.
+
+Each field of `Settings` is a command-line flag (`--max-instructions`) and an
+environment variable (`TOOLSEARCH_MAX_INSTRUCTIONS`); `docs/configuration.md`
+is generated from these fields (`toolsearch docs`), and a test fails when it
+is stale. Precedence: flag, then environment, then default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ENV_PREFIX = "TOOLSEARCH_"
+
+
+def _setting(default: Any, help: str, group: str, *, choices: Sequence[str] = (), metavar: str = "") -> Any:
+    meta = {"help": help, "group": group, "choices": tuple(choices), "metavar": metavar}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Settings:
+    # -- upstream
+    upstream: str = _setting(
+        "",
+        "URL of the upstream MCP server (streamable HTTP). Empty with `serve` runs the built-in demo upstream.",
+        "Upstream",
+        metavar="URL",
+    )
+    upstream_connect_timeout: float = _setting(
+        5.0, "Seconds to wait for a connection to the upstream.", "Upstream", metavar="SECONDS"
+    )
+    upstream_timeout: float = _setting(
+        30.0,
+        "Deadline in seconds for one upstream request (a tool call or one page of tools/list).",
+        "Upstream",
+        metavar="SECONDS",
+    )
+    list_retries: int = _setting(
+        2,
+        "Retries, with backoff and jitter, of a failed tools/list (calls are never retried).",
+        "Upstream",
+        metavar="N",
+    )
+    max_list_pages: int = _setting(
+        100, "Most pages of tools/list followed for one catalog.", "Upstream", metavar="N"
+    )
+    max_result_bytes: int = _setting(
+        5_000_000,
+        "Largest upstream tool result passed on, in bytes of JSON; a larger one is cut, with a note "
+        "(a Lambda response holds at most 6 MB).",
+        "Upstream",
+        metavar="BYTES",
+    )
+    # -- catalog
+    catalog_ttl: float = _setting(
+        600.0,
+        "Seconds a caller's catalog is fresh; after that it is listed again in the background "
+        "while the old one is still served.",
+        "Catalog",
+        metavar="SECONDS",
+    )
+    catalog_max_age: float = _setting(
+        3600.0,
+        "Seconds after which a stale catalog is no longer served while it is being refreshed.",
+        "Catalog",
+        metavar="SECONDS",
+    )
+    catalog_memory_entries: int = _setting(
+        256, "Most catalogs kept in warm memory (least recently used go first).", "Catalog", metavar="N"
+    )
+    write_tools: list[str] = _setting(
+        [],
+        "Comma-separated upstream tools always treated as writes, whatever their annotations say.",
+        "Catalog",
+        metavar="NAMES",
+    )
+    read_tools: list[str] = _setting(
+        [],
+        "Comma-separated upstream tools treated as read-only even though the upstream does not mark "
+        "them so. Risky: a model may then call them without asking (see docs/security.md).",
+        "Catalog",
+        metavar="NAMES",
+    )
+    dynamodb_table: str = _setting(
+        "",
+        "DynamoDB table that shares catalogs between execution environments; empty keeps them in "
+        "memory only.",
+        "Catalog",
+        metavar="NAME",
+    )
+    # -- tools shown to the model
+    search_schemas: int = _setting(
+        3, "How many of search_tools' best matches carry their input schema.", "Tools", metavar="N"
+    )
+    max_batch_calls: int = _setting(
+        10, "Most calls in one call_read_tools; 0 removes that tool.", "Tools", metavar="N"
+    )
+    max_instructions: int = _setting(
+        10_000,
+        "Most characters of the upstream's instructions passed on to clients; longer ones are cut, "
+        "with a note.",
+        "Tools",
+        metavar="CHARS",
+    )
+    pinned_tools: list[str] = _setting(
+        [],
+        "Comma-separated upstream tools listed directly beside the five (for the few a model uses "
+        "all the time).",
+        "Tools",
+        metavar="NAMES",
+    )
+    # -- search
+    embedder: str = _setting(
+        "auto",
+        "`model2vec` needs a model; `none` searches by words only; `auto` uses a model when one is found.",
+        "Search",
+        choices=("auto", "model2vec", "none"),
+    )
+    model_dir: str = _setting(
+        "",
+        "Folder of a model2vec model. Empty: the Lambda layer's /opt/model if present, else the "
+        "bundled development model.",
+        "Search",
+        metavar="DIR",
+    )
+    # -- HTTP server
+    host: str = _setting("127.0.0.1", "Address `serve` binds.", "Server", metavar="HOST")
+    port: int = _setting(8080, "Port `serve` listens on.", "Server", metavar="PORT")
+    allowed_origins: list[str] = _setting(
+        [],
+        "Comma-separated Origin values allowed to call the endpoint; requests with any other Origin "
+        "get 403. Requests without Origin are allowed. `*` allows all.",
+        "Server",
+        metavar="ORIGINS",
+    )
+    max_body_bytes: int = _setting(
+        1_000_000, "Largest request body accepted, in bytes.", "Server", metavar="BYTES"
+    )
+    public_url: str = _setting(
+        "",
+        "The proxy's own public URL, for OAuth protected-resource metadata; empty derives it from "
+        "each request.",
+        "Server",
+        metavar="URL",
+    )
+    authorization_servers: list[str] = _setting(
+        [],
+        "Comma-separated OAuth authorization servers to advertise; empty reads them from the "
+        "upstream's protected-resource metadata.",
+        "Server",
+        metavar="URLS",
+    )
+    log_level: str = _setting(
+        "INFO", "Log level.", "Server", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+
+def env_name(field_name: str) -> str:
+    return ENV_PREFIX + field_name.upper()
+
+
+def flag_name(field_name: str) -> str:
+    return "--" + field_name.replace("_", "-")
+
+
+def _parse(f: dataclasses.Field, raw: str) -> Any:
+    kind = f.type
+    if kind in ("list[str]", list):
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    if kind in ("bool", bool):
+        if raw.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.strip().lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ValueError(f"{f.name}: expected true or false, got {raw!r}")
+    if kind in ("int", int):
+        return int(raw)
+    if kind in ("float", float):
+        return float(raw)
+    return raw
+
+
+def fields() -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(Settings)
+
+
+def from_env(environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    """Settings from environment variables, then keyword overrides."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for f in fields():
+        raw = environ.get(env_name(f.name))
+        if raw is not None:
+            values[f.name] = _validate(f, _parse(f, raw))
+    values.update(overrides)
+    return Settings(**values)
+
+
+def _validate(f: dataclasses.Field, value: Any) -> Any:
+    choices = f.metadata.get("choices") or ()
+    if choices and value not in choices:
+        raise ValueError(f"{f.name}: expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add a flag for every setting; unset flags stay None so the environment applies."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for f in fields():
+        group_name = f.metadata["group"]
+        group = groups.get(group_name) or parser.add_argument_group(group_name)
+        groups[group_name] = group
+        kwargs: dict[str, Any] = {
+            "dest": f.name,
+            "default": None,
+            "help": f"{f.metadata['help']} [env {env_name(f.name)}]",
+        }
+        if f.metadata.get("choices"):
+            kwargs["choices"] = f.metadata["choices"]
+        if f.metadata.get("metavar"):
+            kwargs["metavar"] = f.metadata["metavar"]
+        kwargs["type"] = lambda raw, _f=f: _parse(_f, raw)
+        group.add_argument(flag_name(f.name), **kwargs)
+
+
+def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
+    overrides = {
+        f.name: getattr(args, f.name) for f in fields() if getattr(args, f.name, None) is not None
+    }
+    return from_env(environ, **overrides)
+
+
+def render_markdown() -> str:
+    """docs/configuration.md, generated from the fields above."""
+    lines = [
+        "# Configuration",
+        "",
+        "<!-- Generated by `toolsearch docs`; edit shared/toolsearch/settings.py instead. -->",
+        "",
+        "Every setting is a flag of `toolsearch serve` and an environment variable; a flag wins over "
+        "the variable, the variable over the default. Lists are comma-separated. In Lambda, set the "
+        "variables in `template.yaml` (most are parameters of the stack).",
+        "",
+    ]
+    current = None
+    for f in fields():
+        group = f.metadata["group"]
+        if group != current:
+            lines += [f"## {group}", "", "| Flag | Environment variable | Default | Meaning |", "|---|---|---|---|"]
+            current = group
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if isinstance(default, list):
+            default = ",".join(default)
+        shown = f"`{default}`" if default != "" else "(empty)"
+        meaning = f.metadata["help"]
+        if f.metadata.get("choices"):
+            meaning += " One of: " + ", ".join(f"`{c}`" for c in f.metadata["choices"]) + "."
+        lines.append(f"| `{flag_name(f.name)}` | `{env_name(f.name)}` | {shown} | {meaning} |")
+        nxt = fields().index(f) + 1
+        if nxt == len(fields()) or fields()[nxt].metadata["group"] != group:
+            lines.append("")
+    return "\n".join(lines)
