@@ -131,6 +131,14 @@ class Settings:
         "Search",
         metavar="DIR",
     )
+    # -- model download (`toolsearch fetch-model`)
+    hub_endpoint: str = _setting(
+        "https://huggingface.co",
+        "Hugging Face hub (or a mirror with the same URL layout) that `fetch-model` downloads the "
+        "model from.",
+        "Model",
+        metavar="URL",
+    )
     # -- HTTP server
     host: str = _setting("127.0.0.1", "Address `serve` binds.", "Server", metavar="HOST")
     port: int = _setting(8080, "Port `serve` listens on.", "Server", metavar="PORT")
