@@ -1,0 +1,82 @@
+"""What of a tool the search indexes: its name, title, description and parameters.
+
+Name words are repeated `NAME_WEIGHT` times (and the title `TITLE_WEIGHT`
+times) so a query word found in a tool's name outweighs the same word found in
+a long description; bench/bench_lexical.py measures the choice on the
+evaluation set.
+Schemas come from the upstream and may be malformed: anything that is not the
+expected shape is skipped, never raised on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from toolsearch.catalog import Tool
+from toolsearch.search.text import split_camel_case, tokenize
+
+__all__ = ["NAME_WEIGHT", "TITLE_WEIGHT", "document_text", "document_tokens", "name_words", "schema_text"]
+
+NAME_WEIGHT = 3
+TITLE_WEIGHT = 2
+MAX_ENUM_VALUES = 20  # a longer enum (country codes, time zones) is noise, not a description
+_NAME_SEPARATORS = re.compile(r"[\W_]+")
+
+
+def name_words(name: str) -> str:
+    """ "gcal.createEvent" -> "gcal create event"; also splits on "_", "-", "/" and other punctuation."""
+    words = (part for chunk in _NAME_SEPARATORS.split(name) if chunk for part in split_camel_case(chunk))
+    return " ".join(word.lower() for word in words)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _enum_text(prop: Mapping[str, Any]) -> str:
+    values = prop.get("enum")
+    if not isinstance(values, list) or len(values) > MAX_ENUM_VALUES:
+        return ""
+    return " ".join(str(v) for v in values if isinstance(v, str | int | float) and not isinstance(v, bool))
+
+
+def _properties(schema: Any) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
+        return
+    for name, prop in schema["properties"].items():
+        if isinstance(name, str) and isinstance(prop, Mapping):
+            yield name, prop
+
+
+def _describe_property(name: str, prop: Mapping[str, Any]) -> list[str]:
+    parts = [name_words(name), _text(prop.get("title")), _text(prop.get("description")), _enum_text(prop)]
+    return [part for part in parts if part]
+
+
+def schema_text(schema: Any) -> list[str]:
+    """Parameter names, titles, descriptions and short enums: top level and one level of nesting."""
+    texts: list[str] = []
+    for name, prop in _properties(schema):
+        texts.extend(_describe_property(name, prop))
+        nested = prop.get("items") if isinstance(prop.get("items"), Mapping) else prop
+        for child_name, child in _properties(nested):
+            texts.extend(_describe_property(child_name, child))
+    return texts
+
+
+def document_text(tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT) -> str:
+    """The text indexed for `tool`, heavier fields repeated."""
+    parts = [name_words(tool.name)] * name_weight
+    if tool.title:
+        parts += [tool.title] * title_weight
+    parts.append(tool.description)
+    parts += schema_text(tool.input_schema)
+    return "\n".join(part for part in parts if part)
+
+
+def document_tokens(
+    tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT
+) -> list[str]:
+    return tokenize(document_text(tool, name_weight, title_weight))

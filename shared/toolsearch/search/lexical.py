@@ -1,0 +1,99 @@
+"""BM25 over one catalog: rank-bm25's Okapi scores, computed ahead of time.
+
+`rank_bm25.BM25Okapi` defines the scores (its idf with the epsilon floor, k1,
+b, avgdl). Its `get_scores` walks every document in Python for every query
+term, so at index time each term's contribution to each document that holds
+it is computed once, with the same arithmetic, into a compressed sparse
+layout (CSR: one slice of positions and contributions per term). A query then
+adds a few slices. tests/test_search_lexical.py holds the two equal.
+
+A document is a hit when it holds at least one query term. That is the same
+as "score above zero" except in tiny catalogs, where rank-bm25's idf is zero
+for a term in exactly half of the documents and negative (floored at
+epsilon * average idf, itself negative) when every term is common: a tool
+that matches must still be found there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from toolsearch.catalog import Tool
+from toolsearch.search import Hit
+from toolsearch.search.documents import document_tokens
+from toolsearch.search.text import tokenize
+
+__all__ = ["LexicalIndex", "build_lexical_index"]
+
+
+class LexicalIndex:
+    """Implements `toolsearch.search.SearchIndex` with BM25 alone."""
+
+    def __init__(
+        self, documents: Sequence[Sequence[str]], k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25
+    ) -> None:
+        self.size = len(documents)
+        self._term_ids: dict[str, int] = {}
+        self._starts = np.zeros(1, dtype=np.int64)  # term t's postings: [_starts[t], _starts[t + 1])
+        self._positions = np.zeros(0, dtype=np.int32)
+        self._contributions = np.zeros(0, dtype=np.float64)
+        if any(len(doc) for doc in documents):  # rank-bm25 divides by zero on an empty corpus
+            self._build(BM25Okapi([list(doc) for doc in documents], k1=k1, b=b, epsilon=epsilon))
+
+    def _build(self, bm25: BM25Okapi) -> None:
+        term_ids = self._term_ids
+        postings_term, postings_doc, postings_tf = [], [], []
+        for position, frequencies in enumerate(bm25.doc_freqs):
+            for term, tf in frequencies.items():
+                postings_term.append(term_ids.setdefault(term, len(term_ids)))
+                postings_doc.append(position)
+                postings_tf.append(tf)
+        terms = np.array(postings_term, dtype=np.int64)
+        order = np.argsort(terms, kind="stable")  # stable: positions stay ascending within a term
+        positions = np.array(postings_doc, dtype=np.int32)[order]
+        tf = np.array(postings_tf, dtype=np.float64)[order]
+        idf = np.array([bm25.idf[term] for term in term_ids], dtype=np.float64)[terms[order]]
+        # The same expression, in the same order, as BM25Okapi.get_scores.
+        doc_len = np.array(bm25.doc_len)[positions]
+        k1, b = bm25.k1, bm25.b
+        self._contributions = idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * doc_len / bm25.avgdl)))
+        self._positions = positions
+        self._starts = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=len(term_ids)))))
+
+    def scores(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 score of every document for these query terms, and which documents hold any of them."""
+        scores = np.zeros(self.size)
+        matched = np.zeros(self.size, dtype=bool)
+        for term in terms:  # in order, repeats included, as rank-bm25 sums them
+            term_id = self._term_ids.get(term)
+            if term_id is None:
+                continue
+            span = slice(self._starts[term_id], self._starts[term_id + 1])
+            positions = self._positions[span]
+            scores[positions] += self._contributions[span]
+            matched[positions] = True
+        return scores, matched
+
+    def search_terms(self, terms: Sequence[str], limit: int) -> list[Hit]:
+        """The best `limit` documents holding any of `terms`, best first, ties by position."""
+        if limit <= 0:
+            return []
+        scores, matched = self.scores(terms)
+        candidates = np.flatnonzero(matched)
+        candidate_scores = scores[candidates]
+        if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them
+            threshold = np.partition(candidate_scores, len(candidates) - limit)[len(candidates) - limit]
+            keep = candidate_scores >= threshold
+            candidates, candidate_scores = candidates[keep], candidate_scores[keep]
+        order = np.argsort(-candidate_scores, kind="stable")[:limit]  # candidates ascend, so ties by position
+        return [Hit(position=int(candidates[i]), score=float(candidate_scores[i])) for i in order]
+
+    def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
+        return [self.search_terms(tokenize(query), limit) for query in queries]
+
+
+def build_lexical_index(tools: Sequence[Tool]) -> LexicalIndex:
+    return LexicalIndex([document_tokens(tool) for tool in tools])
