@@ -1,0 +1,6 @@
+"""The proxy's client of its upstream MCP server (both protocol eras)."""
+
+from .client import Listing, Upstream
+from .errors import UpstreamError
+
+__all__ = ["Listing", "Upstream", "UpstreamError"]

@@ -1,0 +1,60 @@
+"""How an upstream request failed, as data a model and a log can both carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+KINDS = (
+    "unauthorized",  # 401: the caller's token was refused
+    "forbidden",  # 403
+    "timeout",  # no full answer within the deadline; a call may have run
+    "connect",  # no connection was made; a call certainly did not run
+    "rate_limited",  # 429
+    "unavailable",  # 5xx
+    "bad_response",  # not JSON, malformed, a cut stream, an unexpected status
+    "too_large",  # the answer exceeds the byte bound
+    "rpc_error",  # the upstream answered a JSON-RPC error (see code and data)
+)
+
+RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})
+
+
+class UpstreamError(Exception):
+    """`message` never holds a token or argument values; an rpc_error's is the upstream's own."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        www_authenticate: str | None = None,
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
+        assert kind in KINDS, kind
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.www_authenticate = www_authenticate
+        self.code = code
+        self.data = data
+
+    def to_data(self) -> dict[str, Any]:
+        """The structured form shown to the model (WWW-Authenticate is for the HTTP layer, not here)."""
+        out: dict[str, Any] = {"error": self.kind, "message": self.message}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.retry_after is not None:
+            out["retryAfterSeconds"] = self.retry_after
+        if self.code is not None:
+            out["code"] = self.code
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+    def __repr__(self) -> str:
+        return f"UpstreamError({self.kind!r}, status={self.status}, code={self.code})"

@@ -1,0 +1,140 @@
+"""One JSON-RPC exchange over streamable HTTP: POST, then read a JSON body or an SSE stream.
+
+Reads at most `limit` bytes of JSON (or of any one SSE event), so an
+oversized answer fails as "too_large" without being held in memory. Network
+failures become UpstreamError; HTTP statuses are left to the caller, which
+knows the protocol era.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import time
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from .errors import UpstreamError
+from .sse import EventTooLarge, SSEParser
+
+ACCEPT = "application/json, text/event-stream"
+_ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    headers: httpx.Headers
+    message: dict[str, Any] | None  # the JSON-RPC response to our id, or a JSON error body; None if none
+
+
+async def exchange(
+    http: httpx.AsyncClient,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    *,
+    limit: int,
+    timeout: httpx.Timeout,
+) -> Reply:
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    request_id = body.get("id")
+    try:
+        async with http.stream("POST", url, content=payload, headers=headers, timeout=timeout) as response:
+            return await _read(response, request_id, limit)
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise UpstreamError("connect", f"could not connect to the upstream ({type(exc).__name__})") from None
+    except httpx.TimeoutException:
+        raise UpstreamError("timeout", "the upstream did not answer in time") from None
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        raise UpstreamError(
+            "bad_response", f"the upstream broke off its answer ({type(exc).__name__})"
+        ) from None
+    except httpx.TransportError as exc:
+        raise UpstreamError("connect", f"could not reach the upstream ({type(exc).__name__})") from None
+
+
+async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
+    status, headers = response.status_code, response.headers
+    if status == 202:
+        return Reply(status, headers, None)
+    if not 200 <= status < 300:
+        raw = await _read_bounded(response, _ERROR_BODY_LIMIT, quiet=True)
+        return Reply(status, headers, _json_object(raw) if raw else None)
+    media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type == "text/event-stream":
+        return Reply(status, headers, await _read_sse(response, request_id, limit))
+    if media_type == "application/json" or media_type.endswith("+json"):
+        message = _json_object(await _read_bounded(response, limit))
+        if message is None:
+            raise UpstreamError("bad_response", "the upstream answered something that is not a JSON object")
+        return Reply(status, headers, message)
+    raise UpstreamError(
+        "bad_response", f"the upstream answered an unexpected content type ({media_type or 'none'})"
+    )
+
+
+async def _read_bounded(response: httpx.Response, limit: int, *, quiet: bool = False) -> bytes:
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit and not quiet:
+        raise _too_large(limit)
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            if quiet:
+                break
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> dict[str, Any]:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    parser = SSEParser(max_event_chars=limit)
+    try:
+        async for chunk in response.aiter_bytes():
+            for event in parser.feed(decoder.decode(chunk)):
+                if event.type != "message":
+                    continue
+                message = _json_object(event.data.encode())
+                if message is None:
+                    raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
+                if message.get("id") == request_id and ("result" in message or "error" in message):
+                    return message
+                # Anything else (progress, log messages, requests we cannot answer) is skipped.
+    except EventTooLarge:
+        raise _too_large(limit) from None
+    raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _too_large(limit: int) -> UpstreamError:
+    return UpstreamError("too_large", f"the upstream's answer is larger than {limit} bytes")
+
+
+def retry_after(headers: httpx.Headers, cap: float) -> float | None:
+    """Retry-After in seconds (delta or HTTP date), at most `cap`; None if absent or unreadable."""
+    raw = headers.get("retry-after", "").strip()
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            seconds = parsedate_to_datetime(raw).timestamp() - time.time()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), cap)
