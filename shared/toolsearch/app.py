@@ -1,0 +1,87 @@
+"""The Starlette app, wired: settings -> upstream, catalogs, search, the five tools, the endpoint.
+
+The same app runs under uvicorn (`toolsearch serve`) and under Mangum in
+Lambda. Everything is built once per process; nothing depends on lifespan
+events, which Mangum may not deliver.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .catalogs import CatalogStore, SharedTier
+from .demo import DEMO_URL, demo_app
+from .endpoint import SERVER_INFO, McpEndpoint
+from .search.index import make_indexer
+from .service import ToolService
+from .settings import Settings
+from .telemetry import Telemetry
+from .upstream import Upstream
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Proxy:
+    """Everything one process holds: what tests and the Lambda handler reach into."""
+
+    settings: Settings
+    upstream: Upstream
+    catalogs: CatalogStore
+    service: ToolService
+    endpoint: McpEndpoint
+    telemetry: Telemetry
+    embedder: Any
+    app: Starlette
+
+
+def build_proxy(
+    settings: Settings,
+    *,
+    http: httpx.AsyncClient | None = None,
+    shared: SharedTier | None = None,
+    embedder: Any = None,
+    telemetry: Telemetry | None = None,
+) -> Proxy:
+    telemetry = telemetry or Telemetry()
+    upstream_url = settings.upstream
+    if not upstream_url:
+        # The embedded default: the demo upstream, in-process, through the ASGI transport.
+        upstream_url = DEMO_URL
+        http = http or httpx.AsyncClient(transport=httpx.ASGITransport(app=demo_app()))
+    upstream = Upstream(upstream_url, settings, http=http, client_info=SERVER_INFO)
+    catalogs = CatalogStore(
+        settings,
+        upstream.list_tools,
+        make_indexer(embedder),
+        shared=shared,
+        on_event=lambda name: telemetry.count("catalog", event=name),
+    )
+    service = ToolService(settings, catalogs, upstream.call_tool)
+    endpoint = McpEndpoint(settings, service, upstream_url, telemetry)
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {"status": "ok", "server": SERVER_INFO, "search": "hybrid" if embedder else "lexical"}
+        )
+
+    app = Starlette(
+        routes=[
+            Route("/mcp", endpoint.post, methods=["POST"]),
+            Route("/mcp", endpoint.not_allowed, methods=["GET", "DELETE", "PUT", "PATCH"]),
+            Route("/healthz", health, methods=["GET"]),
+        ]
+    )
+    return Proxy(settings, upstream, catalogs, service, endpoint, telemetry, embedder, app)
+
+
+def create_app(settings: Settings, **kwargs: Any) -> Starlette:
+    return build_proxy(settings, **kwargs).app

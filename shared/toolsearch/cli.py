@@ -1,0 +1,91 @@
+"""The `toolsearch` command: serve, docs, eval, fetch-model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__
+from . import settings as settings_module
+
+DOCS_PATH = Path("docs/configuration.md")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .app import build_proxy
+    from .logs import configure_logging
+    from .search.embedder import load_configured_embedder
+
+    config = settings_module.from_args(args)
+    if args.demo:
+        config = config.replace(upstream="")
+    configure_logging(config.log_level)
+    embedder = load_configured_embedder(config)
+    proxy = build_proxy(config, embedder=embedder)
+    upstream = config.upstream or "the built-in demo upstream"
+    search = "hybrid (BM25 + embeddings)" if embedder is not None else "lexical only (BM25; no model)"
+    print(
+        f"mcp-toolsearch-proxy {__version__}\n"
+        f"  upstream: {upstream}\n"
+        f"  search:   {search}\n"
+        f"  MCP endpoint for your client: http://{config.host}:{config.port}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(proxy.app, host=config.host, port=config.port, log_level="warning", access_log=False)
+    return 0
+
+
+def _docs(args: argparse.Namespace) -> int:
+    text = settings_module.render_markdown() + "\n"
+    path = Path(args.output)
+    if args.check:
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != text:
+            print(f"{path} is stale: run `toolsearch docs`", file=sys.stderr)
+            return 1
+        return 0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolsearch",
+        description="An MCP server that lets a model search and call thousands of tools through five.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser(
+        "serve", help="Run the proxy over HTTP (the built-in demo upstream by default)."
+    )
+    serve.add_argument(
+        "--demo", action="store_true", help="Use the built-in demo upstream, whatever --upstream says."
+    )
+    settings_module.add_arguments(serve)
+    serve.set_defaults(run=_serve)
+
+    docs = commands.add_parser("docs", help="Write docs/configuration.md from the settings' definitions.")
+    docs.add_argument("--output", default=str(DOCS_PATH))
+    docs.add_argument("--check", action="store_true", help="Exit 1 when the file is stale, writing nothing.")
+    docs.set_defaults(run=_docs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ValueError as exc:  # a bad setting value
+        print(f"toolsearch: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

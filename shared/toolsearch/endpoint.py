@@ -1,0 +1,306 @@
+"""The MCP endpoint: one stateless POST route, both protocol eras.
+
+Each POST is checked in order: Origin, body size, JSON, the JSON-RPC envelope,
+the protocol version and its headers; then the method runs. Every refusal is a
+JSON-RPC error with the right HTTP status, never a 500 or a stack trace. No
+session is minted or required; GET and DELETE answer 405.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+
+from . import __version__
+from . import protocol as P
+from .catalogs import Caller, caller_key
+from .service import AuthFailure, ToolService
+from .settings import Settings
+from .telemetry import Telemetry
+from .tooldefs import GUIDANCE
+from .upstream import UpstreamError
+
+logger = logging.getLogger(__name__)
+
+SERVER_INFO = {"name": "mcp-toolsearch-proxy", "version": __version__}
+LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call"}
+MODERN_METHODS = {"server/discover", "tools/list", "tools/call"}
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    id: Any
+    method: str
+    params: dict[str, Any]
+    is_notification: bool
+
+
+class McpEndpoint:
+    def __init__(
+        self, settings: Settings, service: ToolService, upstream_url: str, telemetry: Telemetry
+    ) -> None:
+        self.settings = settings
+        self.service = service
+        self.upstream_url = upstream_url
+        self.telemetry = telemetry
+        self._origins = {origin.rstrip("/") for origin in settings.allowed_origins}
+
+    # -- HTTP
+
+    async def not_allowed(self, request: Request) -> Response:
+        return JSONResponse(
+            P.error_response(
+                None, P.RpcError(P.INVALID_REQUEST, "This endpoint takes POST only; no sessions.")
+            ),
+            status_code=405,
+            headers={"Allow": "POST"},
+        )
+
+    async def post(self, request: Request) -> Response:
+        started = time.perf_counter()
+        method = "-"
+        message: Any = None
+        try:
+            self._check_origin(request)
+            message = _parse(await self._read_body(request))
+            envelope = _envelope(message)
+            method = envelope.method
+            result = await self._dispatch(request, envelope)
+            if envelope.is_notification:
+                return Response(status_code=202)
+            return JSONResponse(P.response(envelope.id, result))
+        except P.RpcError as error:
+            request_id = message.get("id") if isinstance(message, dict) else None
+            if not P.is_valid_id(request_id):
+                request_id = None
+            self.telemetry.count("request_error", method=_metric_method(method), code=str(error.code))
+            return JSONResponse(
+                P.error_response(request_id, error), status_code=error.http_status, headers=error.headers
+            )
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            self.telemetry.timing("request", elapsed, method=_metric_method(method))
+
+    def _check_origin(self, request: Request) -> None:
+        origin = request.headers.get("origin")
+        if origin is None or "*" in self._origins:
+            return
+        # No same-host exception: under DNS rebinding the Host header is the attacker's name too.
+        if origin.rstrip("/") in self._origins:
+            return
+        raise P.RpcError(P.INVALID_REQUEST, "Origin not allowed", http_status=403)
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
+        body = bytearray()
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > limit:
+                    raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
+        except ClientDisconnect as exc:
+            raise P.RpcError(P.INVALID_REQUEST, "Client went away", http_status=400) from exc
+        return bytes(body)
+
+    # -- protocol
+
+    async def _dispatch(self, request: Request, env: Envelope) -> dict[str, Any]:
+        _version, modern = _negotiate(request, env)
+        authorization = request.headers.get("authorization")
+        caller = Caller(authorization, caller_key(self.upstream_url, authorization))
+        if env.is_notification:
+            return {}  # initialized, cancelled, anything else: accepted and ignored
+        if modern:
+            if env.method not in MODERN_METHODS:
+                raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}", http_status=404)
+            result = await self._run(env, caller)
+            result.setdefault("resultType", "complete")
+            result.setdefault("_meta", {})[P.META_SERVER_INFO] = SERVER_INFO
+            return result
+        if env.method not in LEGACY_METHODS:
+            raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}")
+        if env.method == "initialize":
+            return await self._initialize(env, caller)
+        if env.method == "ping":
+            return {}
+        return await self._run(env, caller)
+
+    async def _run(self, env: Envelope, caller: Caller) -> dict[str, Any]:
+        if env.method == "server/discover":
+            return {
+                "supportedVersions": list(P.SUPPORTED_VERSIONS),
+                "capabilities": {"tools": {}},
+                "instructions": await self._instructions(caller),
+                "ttlMs": int(self.settings.catalog_ttl * 1000),
+                "cacheScope": "private",
+            }
+        if env.method == "tools/list":
+            return {
+                "tools": self.service.definitions(),
+                "ttlMs": int(self.settings.catalog_ttl * 1000),
+                "cacheScope": "private",
+            }
+        return await self._call_tool(env, caller)
+
+    async def _initialize(self, env: Envelope, caller: Caller) -> dict[str, Any]:
+        asked = env.params.get("protocolVersion")
+        version = asked if asked in P.LEGACY_VERSIONS else P.LEGACY_VERSIONS[0]
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": SERVER_INFO,
+            "instructions": await self._instructions(caller),
+        }
+
+    async def _instructions(self, caller: Caller) -> str:
+        try:
+            upstream = (await self.service.catalogs.get(caller)).catalog.instructions
+        except UpstreamError as exc:
+            if exc.kind in ("unauthorized", "forbidden"):
+                raise _auth_error(exc) from exc
+            logger.warning("upstream instructions unavailable", extra={"outcome": exc.kind})
+            upstream = ""
+        return compose_instructions(upstream, self.settings.max_instructions)
+
+    async def _call_tool(self, env: Envelope, caller: Caller) -> dict[str, Any]:
+        name = env.params.get("name")
+        arguments = env.params.get("arguments", {})
+        if not isinstance(name, str) or not name:
+            raise P.RpcError(P.INVALID_PARAMS, "tools/call needs params.name, a string")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise P.RpcError(P.INVALID_PARAMS, "params.arguments must be an object")
+        if not self.service.has_tool(name):
+            raise P.RpcError(
+                P.INVALID_PARAMS,
+                f"Unknown tool: {name}. This server has: "
+                + ", ".join(t["name"] for t in self.service.definitions()),
+            )
+        started = time.perf_counter()
+        try:
+            result = await self.service.call(caller, name, arguments)
+        except AuthFailure as failure:
+            self.telemetry.count("tool_call", tool=name, outcome=failure.error.kind)
+            raise _auth_error(failure.error) from failure
+        outcome = "error" if result.get("isError") else "ok"
+        self.telemetry.count("tool_call", tool=name, outcome=outcome)
+        self.telemetry.timing("tool_call", (time.perf_counter() - started) * 1000, tool=name)
+        return result
+
+
+def compose_instructions(upstream: str, limit: int) -> str:
+    """The proxy's guidance, then the upstream's instructions unchanged, cut at `limit` characters."""
+    if not upstream:
+        return GUIDANCE
+    if len(upstream) > limit:
+        upstream = upstream[:limit] + (
+            f"\n[The upstream's instructions were cut here, at {limit:,} of {len(upstream):,} characters.]"
+        )
+    return f"{GUIDANCE}\n\nThe upstream server's own instructions follow.\n\n{upstream}"
+
+
+def _auth_error(exc: UpstreamError) -> P.RpcError:
+    status = exc.status if exc.status in (401, 403) else (401 if exc.kind == "unauthorized" else 403)
+    headers = {"WWW-Authenticate": exc.www_authenticate} if exc.www_authenticate else {}
+    message = "The upstream requires authorization" if status == 401 else "The upstream refused this caller"
+    return P.RpcError(-32000, message, http_status=status, headers=headers)
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise P.RpcError(P.PARSE_ERROR, "Parse error: the body is not JSON", http_status=400) from exc
+
+
+def _envelope(message: Any) -> Envelope:
+    if isinstance(message, list):
+        raise P.RpcError(P.INVALID_REQUEST, "JSON-RPC batches are not supported", http_status=400)
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise P.RpcError(P.INVALID_REQUEST, "Not a JSON-RPC 2.0 message", http_status=400)
+    method = message.get("method")
+    if not isinstance(method, str) or not method:
+        raise P.RpcError(
+            P.INVALID_REQUEST, "A request needs a method (responses are not accepted here)", http_status=400
+        )
+    is_notification = "id" not in message
+    if not is_notification and not P.is_valid_id(message["id"]):
+        raise P.RpcError(P.INVALID_REQUEST, "The id must be a string or a number", http_status=400)
+    params = message.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise P.RpcError(P.INVALID_PARAMS, "params must be an object", http_status=400)
+    return Envelope(message.get("id"), method, params, is_notification)
+
+
+def _negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
+    """The request's protocol version and whether it is modern; checks headers against the body."""
+    header = request.headers.get("mcp-protocol-version")
+    meta = env.params.get("_meta")
+    meta = meta if isinstance(meta, Mapping) else {}
+    in_body = meta.get(P.META_PROTOCOL_VERSION)
+    if in_body is not None:
+        if header is None:
+            raise _mismatch("the MCP-Protocol-Version header is missing")
+        if header != in_body:
+            raise _mismatch(f"MCP-Protocol-Version {header!r} does not match the body's {in_body!r}")
+        if in_body not in P.MODERN_VERSIONS:
+            raise P.unsupported_version(in_body)
+        _check_modern_headers(request, env, meta)
+        return in_body, True
+    if header is None:
+        return P.HEADERLESS_VERSION, False
+    if header in P.LEGACY_VERSIONS:
+        return header, False
+    if header in P.MODERN_VERSIONS:
+        if env.is_notification:
+            return header, True
+        raise P.RpcError(
+            P.INVALID_PARAMS,
+            f"A {header} request must carry _meta[{P.META_PROTOCOL_VERSION!r}]",
+            http_status=400,
+        )
+    raise P.unsupported_version(header)
+
+
+def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, Any]) -> None:
+    method_header = request.headers.get("mcp-method")
+    if method_header is None:
+        raise _mismatch("the Mcp-Method header is missing")
+    if method_header != env.method:
+        raise _mismatch(f"Mcp-Method {method_header!r} does not match the body's method {env.method!r}")
+    if env.method in ("tools/call", "resources/read", "prompts/get"):
+        body_name = env.params.get("name") if env.method != "resources/read" else env.params.get("uri")
+        raw = request.headers.get("mcp-name")
+        if raw is None:
+            raise _mismatch("the Mcp-Name header is missing")
+        decoded = P.decode_header_value(raw)
+        if decoded is None:
+            raise _mismatch("the Mcp-Name header is malformed")
+        if decoded != body_name:
+            raise _mismatch("Mcp-Name does not match the body's name")
+    if not isinstance(meta.get(P.META_CLIENT_CAPABILITIES), Mapping):
+        raise P.RpcError(
+            P.INVALID_PARAMS, f"_meta[{P.META_CLIENT_CAPABILITIES!r}] is required", http_status=400
+        )
+
+
+def _mismatch(detail: str) -> P.RpcError:
+    return P.RpcError(P.HEADER_MISMATCH, f"Header mismatch: {detail}", http_status=400)
+
+
+def _metric_method(method: str) -> str:
+    # Only known method names become a metric dimension; anything else a client sends is "other".
+    return method if method in LEGACY_METHODS | MODERN_METHODS else "other"

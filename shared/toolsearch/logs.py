@@ -1,0 +1,28 @@
+"""Structured JSON logs, the same locally and in Lambda (Powertools' formatter).
+
+Log records carry tool names, outcomes, status codes and timings as `extra`
+fields. Never a query, an argument, a result or a token: the privacy tests
+capture every record and look for them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+
+def configure_logging(level: str = "INFO", service: str = "toolsearch") -> None:
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_toolsearch", False):
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LambdaPowertoolsFormatter(service=service))
+    handler._toolsearch = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level)
+    # Request lines from uvicorn and httpx name URLs; keep them at warning.
+    for noisy in ("httpx", "httpcore", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

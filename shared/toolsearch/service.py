@@ -1,0 +1,296 @@
+"""What the five tools do, for one caller, independent of any transport."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from . import tooldefs as T
+from .catalog import Tool
+from .catalogs import Caller, CatalogStore, IndexedCatalog
+from .results import error_result, limit_result, structured_result
+from .settings import Settings
+from .upstream import UpstreamError
+from .validation import SchemaUnusable, argument_errors, clear_typo_of, closest_names
+
+logger = logging.getLogger(__name__)
+
+SHORT_DESCRIPTION = 200
+EXACT_NAME_PREFIX = "select:"
+
+UpstreamCall = Callable[[str | None, Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class AuthFailure(Exception):
+    """The upstream refused the caller (401/403): the endpoint answers with that HTTP status."""
+
+    def __init__(self, error: UpstreamError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def short_description(text: str, limit: int = SHORT_DESCRIPTION) -> str:
+    text = " ".join(text.split())
+    end = text.find(". ")
+    first = text[: end + 1] if 0 <= end < limit else text
+    if len(first) <= limit:
+        return first
+    return first[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "name": tool.name,
+        "description": short_description(tool.description or tool.title),
+        "readOnly": tool.read_only,
+    }
+    if with_schema:
+        hit["inputSchema"] = tool.input_schema
+    return hit
+
+
+class ToolService:
+    def __init__(self, settings: Settings, catalogs: CatalogStore, upstream_call: UpstreamCall) -> None:
+        self.settings = settings
+        self.catalogs = catalogs
+        self._upstream_call = upstream_call
+        self._schemas = {
+            tool["name"]: tool["inputSchema"] for tool in T.proxy_tools(max(1, settings.max_batch_calls))
+        }
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return T.proxy_tools(self.settings.max_batch_calls)
+
+    def has_tool(self, name: str) -> bool:
+        return any(tool["name"] == name for tool in self.definitions())
+
+    async def call(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Run one of the five tools; every failure but the caller's auth comes back as data."""
+        problems = argument_errors(self._schemas[name], arguments)
+        if problems:
+            return error_result(
+                "invalid_arguments",
+                f"The arguments of {name} do not fit its input schema: " + "; ".join(problems),
+                problems=problems,
+                inputSchema=self._schemas[name],
+            )
+        try:
+            if name == T.SEARCH_TOOLS:
+                return await self.search_tools(caller, arguments)
+            if name == T.DESCRIBE_TOOL:
+                return await self.describe_tool(caller, arguments["names"])
+            if name == T.CALL_READ_TOOL:
+                return await self.call_tool(
+                    caller, arguments["name"], arguments.get("arguments"), read_only=True
+                )
+            if name == T.CALL_READ_TOOLS:
+                return await self.call_read_tools(caller, arguments["calls"])
+            if name == T.CALL_WRITE_TOOL:
+                return await self.call_tool(
+                    caller, arguments["name"], arguments.get("arguments"), read_only=False
+                )
+        except UpstreamError as exc:
+            if exc.kind in ("unauthorized", "forbidden"):
+                raise AuthFailure(exc) from exc
+            return error_result(exc.kind, exc.message, **_upstream_details(exc))
+        raise KeyError(name)
+
+    async def _catalog(self, caller: Caller) -> IndexedCatalog:
+        return await self.catalogs.get(caller)
+
+    # -- search_tools
+
+    async def search_tools(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        query, queries = arguments.get("query"), arguments.get("queries")
+        if (query is None) == (queries is None):
+            return error_result(
+                "invalid_arguments",
+                "Give either query (one thing to find) or queries (several at once), not both, not neither.",
+            )
+        limit = int(arguments.get("limit", T.DEFAULT_LIMIT))
+        with_schemas = bool(arguments.get("schemas", True))
+        entry = await self._catalog(caller)
+        asked = [query] if queries is None else list(queries)
+        ranked = entry.index.search(asked, limit)
+        lists = []
+        for text, hits in zip(asked, ranked, strict=True):
+            positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]
+            tools = entry.catalog.tools
+            lists.append(
+                [
+                    _hit(tools[p], with_schemas and rank < self.settings.search_schemas)
+                    for rank, p in enumerate(positions)
+                ]
+            )
+        data: dict[str, Any] = {"total": len(entry.catalog)}
+        if queries is None:
+            data["tools"] = lists[0]
+        else:
+            data["results"] = [{"query": q, "tools": found} for q, found in zip(asked, lists, strict=True)]
+        return structured_result(data)
+
+    # -- describe_tool
+
+    async def describe_tool(self, caller: Caller, names: Sequence[str]) -> dict[str, Any]:
+        entry = await self._catalog(caller)
+        found, unknown, similar = [], [], {}
+        for name in dict.fromkeys(names):  # each name once, in the order asked
+            tool = entry.catalog.get(name)
+            if tool is None:
+                unknown.append(name)
+                similar[name] = closest_names(name, entry.catalog.by_name)
+                continue
+            described: dict[str, Any] = {
+                "name": tool.name,
+                "description": tool.description,
+                "readOnly": tool.read_only,
+                "inputSchema": tool.input_schema,
+            }
+            if tool.title:
+                described["title"] = tool.title
+            if isinstance(tool.definition.get("outputSchema"), dict):
+                described["outputSchema"] = tool.definition["outputSchema"]
+            found.append(described)
+        data: dict[str, Any] = {"tools": found}
+        if unknown:
+            data["unknown"] = unknown
+            data["similar"] = similar
+        return structured_result(data)
+
+    # -- calls
+
+    async def call_tool(
+        self, caller: Caller, name: str, arguments: Any, *, read_only: bool
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        result, outcome = await self._call_tool(caller, name, arguments, read_only)
+        logger.info(
+            "tool call",
+            extra={"tool": name, "outcome": outcome, "ms": round((time.perf_counter() - started) * 1000, 1)},
+        )
+        return result
+
+    async def _call_tool(
+        self, caller: Caller, name: str, arguments: Any, read_only: bool
+    ) -> tuple[dict[str, Any], str]:
+        entry = await self._catalog(caller)
+        tool = entry.catalog.get(name)
+        if tool is None:
+            return _unknown_tool(entry, name), "unknown_tool"
+        if read_only and not tool.read_only:
+            return (
+                error_result(
+                    "not_read_only",
+                    f"{name} may change things (it is not marked read-only), so it was not called."
+                    " Call it with call_write_tool, with the user's approval.",
+                    tool=name,
+                ),
+                "refused",
+            )
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            return _invalid(tool, ["arguments: must be an object"]), "invalid_arguments"
+        try:
+            problems = argument_errors(tool.input_schema, arguments)
+        except SchemaUnusable as exc:
+            # The upstream's schema can't be checked here; the upstream still validates the call.
+            logger.warning("input schema unusable", extra={"tool": name, "reason": type(exc).__name__})
+            problems = []
+        if problems:
+            return _invalid(tool, problems), "invalid_arguments"
+        try:
+            result = await self._upstream_call(caller.authorization, tool.definition, arguments)
+        except UpstreamError as exc:
+            if exc.kind in ("unauthorized", "forbidden"):
+                raise AuthFailure(exc) from exc
+            if exc.kind == "rpc_error" and exc.code == -32602:
+                # The upstream found the arguments invalid, or no longer knows the tool: list again soon.
+                self.catalogs.invalidate(caller.key)
+                return (
+                    error_result(
+                        "invalid_arguments",
+                        f"The upstream refused the arguments of {name}: {exc.message}",
+                        inputSchema=tool.input_schema,
+                    ),
+                    "upstream_invalid_params",
+                )
+            return error_result(exc.kind, exc.message, tool=name, **_upstream_details(exc)), exc.kind
+        if not isinstance(result, dict):
+            return error_result(
+                "bad_response", f"The upstream gave {name} a result that is not an object."
+            ), "bad_response"
+        result = limit_result(result, self.settings.max_result_bytes)
+        return result, "error" if result.get("isError") else "ok"
+
+    async def call_read_tools(self, caller: Caller, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
+        deadline = self.settings.upstream_timeout + 1.0
+
+        async def one(call: Mapping[str, Any]) -> dict[str, Any]:
+            try:
+                return await asyncio.wait_for(
+                    self.call_tool(caller, call["name"], call.get("arguments"), read_only=True), deadline
+                )
+            except TimeoutError:
+                return error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+
+        results = await asyncio.gather(*(one(call) for call in calls))
+        content: list[dict[str, Any]] = []
+        for number, (call, result) in enumerate(zip(calls, results, strict=True), start=1):
+            failed = bool(result.get("isError"))
+            content.append(
+                {"type": "text", "text": f"[{number}] {call['name']}: {'failed' if failed else 'ok'}"}
+            )
+            content.extend(result.get("content") or [])
+            if not result.get("content") and "structuredContent" in result:
+                content.append(structured_result(result["structuredContent"])["content"][0])
+        return {"content": content, "isError": all(result.get("isError") for result in results)}
+
+
+def _upstream_details(exc: UpstreamError) -> dict[str, Any]:
+    data = exc.to_data()
+    return {k: v for k, v in data.items() if k not in ("kind", "message")}
+
+
+def _invalid(tool: Tool, problems: list[str]) -> dict[str, Any]:
+    return error_result(
+        "invalid_arguments",
+        f"The arguments do not fit the input schema of {tool.name}, so it was not called: "
+        + "; ".join(problems),
+        problems=problems,
+        inputSchema=tool.input_schema,
+    )
+
+
+def _unknown_tool(entry: IndexedCatalog, name: str) -> dict[str, Any]:
+    meant = clear_typo_of(name, entry.catalog.by_name)
+    if meant is not None:
+        tool = entry.catalog.by_name[meant]
+        return error_result(
+            "unknown_tool",
+            f"No tool is named {name!r}; you probably meant {meant!r}. Call it by that name.",
+            didYouMean=meant,
+            readOnly=tool.read_only,
+            inputSchema=tool.input_schema,
+        )
+    return error_result(
+        "unknown_tool",
+        f"No tool is named {name!r}. Find the right one with search_tools.",
+        similar=closest_names(name, entry.catalog.by_name) or None,
+    )
+
+
+def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:
+    """A query that is a tool's exact name (or `select:name`) returns that tool first."""
+    wanted = query.strip()
+    if wanted.startswith(EXACT_NAME_PREFIX):
+        wanted = wanted[len(EXACT_NAME_PREFIX) :].strip()
+    tool = entry.catalog.get(wanted)
+    if tool is None:
+        return positions
+    position = entry.catalog.tools.index(tool)
+    return [position] + [p for p in positions if p != position]

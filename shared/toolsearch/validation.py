@@ -1,0 +1,97 @@
+"""Check a call's arguments against the tool's input schema before the upstream sees them.
+
+JSON Schema 2020-12 unless the schema names another dialect in `$schema`.
+`$ref`s resolve inside the schema only: a reference to anything else is never
+fetched (the MCP spec forbids dereferencing network URIs by default).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import referencing
+import referencing.exceptions
+
+logger = logging.getLogger(__name__)
+
+MAX_REPORTED_ERRORS = 8
+
+
+class SchemaUnusable(Exception):
+    """The tool's own schema cannot be used to validate (invalid, unknown dialect, external $ref)."""
+
+
+@lru_cache(maxsize=2048)
+def _compiled(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    if not isinstance(schema, dict):
+        raise SchemaUnusable("input schema is not an object")
+    dialect = schema.get("$schema")
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    if dialect is not None and cls is jsonschema.Draft202012Validator and "2020-12" not in str(dialect):
+        raise SchemaUnusable(f"unsupported JSON Schema dialect {dialect!r}")
+    try:
+        cls.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        raise SchemaUnusable(f"invalid input schema: {exc.message}") from exc
+    # An empty registry: only references inside the schema itself resolve.
+    return cls(schema, registry=referencing.Registry())
+
+
+def _where(error: jsonschema.exceptions.ValidationError) -> str:
+    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return "arguments" + path
+
+
+def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[str]:
+    """What is wrong with `arguments`, most useful first; empty when they fit.
+
+    Raises SchemaUnusable when the schema itself cannot be used.
+    """
+    validator = _compiled(json.dumps(schema, sort_keys=True, default=str))
+    try:
+        errors = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), e.message))
+        messages = []
+        for error in errors[:MAX_REPORTED_ERRORS]:
+            messages.append(f"{_where(error)}: {error.message}")
+        if len(errors) > MAX_REPORTED_ERRORS:
+            messages.append(f"… and {len(errors) - MAX_REPORTED_ERRORS} more")
+        return messages
+    except referencing.exceptions.Unresolvable as exc:
+        raise SchemaUnusable(f"input schema has a $ref that does not resolve inside it: {exc}") from exc
+    except RecursionError as exc:
+        raise SchemaUnusable("input schema nests too deeply to validate") from exc
+
+
+def closest_names(name: str, names: Iterable[str], n: int = 3) -> list[str]:
+    """Tool names most like `name`, closest first."""
+    names = list(names)
+    lowered = {candidate.lower(): candidate for candidate in names}
+    exact = lowered.get(name.lower())
+    close = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    if exact and exact not in close:
+        close.insert(0, exact)
+    return close[:n]
+
+
+def clear_typo_of(name: str, names: Iterable[str]) -> str | None:
+    """The one tool `name` is clearly a misspelling of, or None when it is not clear."""
+    names = list(names)
+    lowered = [candidate for candidate in names if candidate.lower() == name.lower()]
+    if len(lowered) == 1:
+        return lowered[0]
+    # get_close_matches filters cheaply before scoring, so this stays fast on 10,000 names.
+    close = difflib.get_close_matches(name, names, n=2, cutoff=0.85)
+    if not close:
+        return None
+    scored = [(difflib.SequenceMatcher(None, name, candidate).ratio(), candidate) for candidate in close]
+    if len(scored) > 1 and scored[1][0] > scored[0][0] - 0.05:
+        return None  # two tools are about as close: not clear which was meant
+    return scored[0][1]

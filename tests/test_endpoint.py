@@ -1,0 +1,206 @@
+"""The MCP endpoint on the wire: both eras, header checks, and every refusal as JSON-RPC."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from mcp_wire import b64_sentinel, call, legacy, modern
+from toolsearch.app import build_proxy
+from toolsearch.settings import Settings
+
+FIVE = ["search_tools", "describe_tool", "call_read_tool", "call_read_tools", "call_write_tool"]
+
+
+@pytest.fixture
+async def client():
+    proxy = build_proxy(Settings(allowed_origins=["https://allowed.example"], max_body_bytes=50_000))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=proxy.app), base_url="http://testserver"
+    ) as c:
+        yield c
+
+
+async def test_discover_answers_modern_with_versions_instructions_and_cache_hints(client):
+    reply = await client.post("/mcp", **modern("server/discover"))
+    assert reply.status_code == 200
+    result = reply.json()["result"]
+    assert result["resultType"] == "complete"
+    assert "2026-07-28" in result["supportedVersions"] and "2025-11-25" in result["supportedVersions"]
+    assert result["capabilities"] == {"tools": {}}
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-toolsearch-proxy"
+    assert result["instructions"].startswith("This server gives access to many tools")
+    assert "Demo upstream" in result["instructions"]  # the upstream's own, passed on
+    assert result["cacheScope"] == "private" and result["ttlMs"] > 0
+
+
+async def test_tools_list_shows_the_five_tools_in_a_fixed_order(client):
+    first = (await client.post("/mcp", **modern("tools/list"))).json()["result"]
+    second = (await client.post("/mcp", **modern("tools/list"))).json()["result"]
+    assert [tool["name"] for tool in first["tools"]] == FIVE
+    assert first["tools"] == second["tools"]
+    assert first["cacheScope"] == "private" and first["ttlMs"] > 0
+    by_name = {tool["name"]: tool for tool in first["tools"]}
+    assert by_name["call_read_tool"]["annotations"]["readOnlyHint"] is True
+    assert by_name["call_read_tools"]["annotations"]["readOnlyHint"] is True
+    assert by_name["call_write_tool"]["annotations"]["destructiveHint"] is True
+    assert by_name["search_tools"]["inputSchema"]["properties"]["limit"]["maximum"] == 25
+    assert by_name["describe_tool"]["inputSchema"]["properties"]["names"]["maxItems"] == 10
+
+
+async def test_legacy_handshake_then_calls_without_a_session(client):
+    init = await client.post(
+        "/mcp",
+        **legacy(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+            version=None,
+        ),
+    )
+    assert init.status_code == 200
+    assert "mcp-session-id" not in init.headers
+    result = init.json()["result"]
+    assert result["protocolVersion"] == "2025-06-18"
+    assert result["serverInfo"]["name"] == "mcp-toolsearch-proxy"
+    notified = await client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+        headers={"MCP-Protocol-Version": "2025-06-18"},
+    )
+    assert notified.status_code == 202 and notified.content == b""
+    assert (await client.post("/mcp", **legacy("ping"))).json()["result"] == {}
+    listed = (await client.post("/mcp", **legacy("tools/list"))).json()["result"]
+    assert [tool["name"] for tool in listed["tools"]] == FIVE
+
+
+async def test_initialize_asking_an_unknown_legacy_version_gets_the_newest_legacy_one(client):
+    init = await client.post("/mcp", **legacy("initialize", {"protocolVersion": "2024-01-01"}, version=None))
+    assert init.json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_get_and_delete_answer_405(client, method):
+    reply = await client.request(method, "/mcp")
+    assert reply.status_code == 405
+    assert reply.headers["allow"] == "POST"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (b"{not json", 400, -32700),
+        (b"\xff\xfe", 400, -32700),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600),
+        (b'{"jsonrpc":"2.0","id":1}', 400, -32600),
+        (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', 400, -32600),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', 400, -32600),
+        (b'{"jsonrpc":"2.0","id":{},"method":"ping"}', 400, -32600),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}', 400, -32602),
+        (b'"just a string"', 400, -32600),
+    ],
+)
+async def test_malformed_messages_get_jsonrpc_errors(client, body, status, code):
+    reply = await client.post("/mcp", content=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == status
+    assert reply.json()["error"]["code"] == code
+
+
+async def test_version_header_must_match_the_body(client):
+    request = modern("tools/list")
+    request["headers"]["MCP-Protocol-Version"] = "2025-11-25"
+    reply = await client.post("/mcp", **request)
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == -32020
+
+
+async def test_missing_method_header_is_a_mismatch(client):
+    request = modern("tools/list")
+    del request["headers"]["Mcp-Method"]
+    reply = await client.post("/mcp", **request)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
+
+
+async def test_method_header_must_match_the_body(client):
+    request = modern("tools/list")
+    request["headers"]["Mcp-Method"] = "tools/call"
+    reply = await client.post("/mcp", **request)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
+
+
+async def test_name_header_must_match_and_may_be_base64(client):
+    ok = await client.post(
+        "/mcp",
+        **modern(
+            "tools/call",
+            {"name": "search_tools", "arguments": {"query": "x"}},
+            name_header=b64_sentinel("search_tools"),
+        ),
+    )
+    assert ok.status_code == 200 and "result" in ok.json()
+    bad = await client.post(
+        "/mcp",
+        **modern(
+            "tools/call", {"name": "search_tools", "arguments": {"query": "x"}}, name_header="describe_tool"
+        ),
+    )
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, -32020)
+    garbled = await client.post(
+        "/mcp",
+        **modern(
+            "tools/call", {"name": "search_tools", "arguments": {"query": "x"}}, name_header="=?base64?***?="
+        ),
+    )
+    assert (garbled.status_code, garbled.json()["error"]["code"]) == (400, -32020)
+
+
+async def test_unknown_version_lists_the_supported_ones(client):
+    reply = await client.post("/mcp", **legacy("tools/list", version="1900-01-01"))
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["code"] == -32022
+    assert "2026-07-28" in error["data"]["supported"] and error["data"]["requested"] == "1900-01-01"
+
+
+async def test_modern_request_needs_client_capabilities(client):
+    request = modern("tools/list")
+    del request["json"]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    reply = await client.post("/mcp", **request)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32602)
+
+
+async def test_unknown_method_is_404_in_the_modern_era(client):
+    reply = await client.post("/mcp", **modern("resources/list"))
+    assert reply.status_code == 404
+    assert reply.json()["error"]["code"] == -32601
+
+
+async def test_unknown_tool_is_invalid_params(client):
+    reply = await client.post("/mcp", **call("no_such_tool", {}))
+    assert reply.json()["error"]["code"] == -32602
+
+
+async def test_origin_is_checked(client):
+    request = modern("tools/list")
+    request["headers"]["Origin"] = "https://evil.example"
+    assert (await client.post("/mcp", **request)).status_code == 403
+    request["headers"]["Origin"] = "https://allowed.example"
+    assert (await client.post("/mcp", **request)).status_code == 200
+
+
+async def test_oversize_body_is_refused(client):
+    request = call("search_tools", {"query": "x" * 60_000})
+    reply = await client.post("/mcp", **request)
+    assert reply.status_code == 413
+    assert reply.json()["error"]["code"] == -32600
+
+
+async def test_instructions_are_cut_with_a_note():
+    from toolsearch.endpoint import compose_instructions
+
+    text = compose_instructions("a" * 50, limit=20)
+    assert "a" * 20 in text and "a" * 21 not in text
+    assert "cut here, at 20 of 50 characters" in text
+    assert compose_instructions("short", limit=20).endswith("short")
