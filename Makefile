@@ -1,0 +1,18 @@
+# The two commands of the README. Each installs what it needs first (scripts/bootstrap.sh).
+.PHONY: serve test lint docs bench
+
+serve:  ## run the proxy on 127.0.0.1:8080 in front of the built-in demo upstream
+	@scripts/bootstrap.sh
+	.venv/bin/toolsearch serve $(ARGS)
+
+test:  ## lint, then every test (what CI runs)
+	@scripts/bootstrap.sh --test
+	.venv/bin/ruff check .
+	.venv/bin/toolsearch docs --check
+	.venv/bin/python -m pytest -q $(ARGS)
+
+lint:
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+docs:  ## regenerate docs/configuration.md from the settings
+	.venv/bin/toolsearch docs
