@@ -167,9 +167,15 @@ class ToolService:
     ) -> dict[str, Any]:
         started = time.perf_counter()
         result, outcome = await self._call_tool(caller, name, arguments, read_only)
+        # A name the catalog lacks is whatever the model wrote: it stays out of the log.
+        logged_name = "(unknown)" if outcome == "unknown_tool" else name
         logger.info(
             "tool call",
-            extra={"tool": name, "outcome": outcome, "ms": round((time.perf_counter() - started) * 1000, 1)},
+            extra={
+                "tool": logged_name,
+                "outcome": outcome,
+                "ms": round((time.perf_counter() - started) * 1000, 1),
+            },
         )
         return result
 
