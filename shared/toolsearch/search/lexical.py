@@ -24,7 +24,7 @@ from rank_bm25 import BM25Okapi
 from toolsearch.catalog import Tool
 from toolsearch.search import Hit
 from toolsearch.search.documents import document_tokens
-from toolsearch.search.text import tokenize
+from toolsearch.search.text import tokenize_query
 
 __all__ = ["LexicalIndex", "build_lexical_index"]
 
@@ -92,7 +92,7 @@ class LexicalIndex:
         return [Hit(position=int(candidates[i]), score=float(candidate_scores[i])) for i in order]
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
-        return [self.search_terms(tokenize(query), limit) for query in queries]
+        return [self.search_terms(tokenize_query(query), limit) for query in queries]
 
 
 def build_lexical_index(tools: Sequence[Tool]) -> LexicalIndex:
