@@ -44,18 +44,19 @@ class LexicalIndex:
             self._build(BM25Okapi([list(doc) for doc in documents], k1=k1, b=b, epsilon=epsilon))
 
     def _build(self, bm25: BM25Okapi) -> None:
-        term_ids = self._term_ids
-        postings_term, postings_doc, postings_tf = [], [], []
-        for position, frequencies in enumerate(bm25.doc_freqs):
-            for term, tf in frequencies.items():
-                postings_term.append(term_ids.setdefault(term, len(term_ids)))
-                postings_doc.append(position)
-                postings_tf.append(tf)
+        self._term_ids = term_ids = {term: i for i, term in enumerate(bm25.idf)}
+        postings_term: list[int] = []
+        postings_tf: list[int] = []
+        terms_per_doc: list[int] = []
+        for frequencies in bm25.doc_freqs:  # extend/map keep the per-posting work out of Python bytecode
+            postings_term.extend(map(term_ids.__getitem__, frequencies))
+            postings_tf.extend(frequencies.values())
+            terms_per_doc.append(len(frequencies))
         terms = np.array(postings_term, dtype=np.int64)
         order = np.argsort(terms, kind="stable")  # stable: positions stay ascending within a term
-        positions = np.array(postings_doc, dtype=np.int32)[order]
+        positions = np.repeat(np.arange(self.size, dtype=np.int32), terms_per_doc)[order]
         tf = np.array(postings_tf, dtype=np.float64)[order]
-        idf = np.array([bm25.idf[term] for term in term_ids], dtype=np.float64)[terms[order]]
+        idf = np.fromiter(bm25.idf.values(), dtype=np.float64, count=len(term_ids))[terms[order]]
         # The same expression, in the same order, as BM25Okapi.get_scores.
         doc_len = np.array(bm25.doc_len)[positions]
         k1, b = bm25.k1, bm25.b

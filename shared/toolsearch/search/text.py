@@ -47,7 +47,8 @@ _MARKS = (
     "\u0900-\u0963\u0966-\u0dff\u0e31\u0e34-\u0e3a\u0e47-\u0e4e\u1ab0-\u1aff\u1dc0-\u1dff"
     "\u20d0-\u20ff\ufe20-\ufe2f"
 )
-_TOKEN = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>(?:[^\W_{_CJK}]|[{_MARKS}])+)")
+_TOKEN = re.compile(rf"([{_CJK}]+)|((?:[^\W_{_CJK}]|[{_MARKS}])+)")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
 # Function words only: a word that could name what a tool does stays searchable.
 # The second line holds what is left of contractions ("what's", "can't", "I'll").
@@ -152,22 +153,27 @@ def _cjk_terms(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def _is_lithuanian(words: list[str]) -> bool:
+    with_letters = sum(1 for w in words if not w.isascii() and _LITHUANIAN_LETTERS.intersection(w))
+    return with_letters >= _LITHUANIAN_SHARE * len(words) > 0
+
+
 def tokenize(text: str, lithuanian: bool | None = None) -> list[str]:
     """Search terms of `text`, in order, repeats kept (BM25 counts them).
 
     `lithuanian` says whether the text may be Lithuanian; by default, judged from its letters.
     """
-    matches = list(_TOKEN.finditer(unicodedata.normalize("NFKC", text)))
-    if lithuanian is None:
-        words = [m.group() for m in matches if m.lastgroup == "word"]
-        with_letters = sum(1 for w in words if not w.isascii() and _LITHUANIAN_LETTERS.intersection(w))
-        lithuanian = with_letters >= _LITHUANIAN_SHARE * len(words) > 0
+    text = unicodedata.normalize("NFKC", text)
     terms: list[str] = []
-    for match in matches:
-        if match.lastgroup == "cjk":
-            terms.extend(_cjk_terms(match.group()))
-        else:
-            terms.extend(_word_terms(match.group(), lithuanian))
+    if text.isascii():  # most tool text: no CJK, no Lithuanian letters, a simpler pattern
+        for word in _ASCII_WORD.findall(text):
+            terms.extend(_word_terms(word, bool(lithuanian)))
+        return terms
+    pieces = _TOKEN.findall(text)  # (cjk run, word) pairs, one of them empty
+    if lithuanian is None:
+        lithuanian = _is_lithuanian([word for _, word in pieces if word])
+    for cjk, word in pieces:
+        terms.extend(_word_terms(word, lithuanian) if word else _cjk_terms(cjk))
     return terms
 
 
