@@ -54,6 +54,28 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval(args: argparse.Namespace) -> int:
+    from . import evaluation
+    from .search.embedder import load_configured_embedder
+    from .search.hybrid import Fusion
+
+    config = settings_module.from_args(args)
+    embedder = load_configured_embedder(config)
+    fusions = {"hybrid": Fusion()}
+    if args.fusion == "all":
+        fusions = {
+            "hybrid rrf": Fusion(method="rrf"),
+            **{f"hybrid w={w:.2f}": Fusion(lexical_weight=w) for w in (0.2, 0.35, 0.5)},
+        }
+    figures = evaluation.evaluate(embedder, fusions)
+    model = "no model" if embedder is None else f"model {config.model_dir or 'default'} ({embedder.dim} dims)"
+    print(f"evaluation set, {model}")
+    print(evaluation.render(figures, len(evaluation.evaluation_catalog())))
+    if args.json:
+        Path(args.json).write_text(evaluation.to_json(figures) + "\n", encoding="utf-8")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolsearch",
@@ -70,6 +92,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     settings_module.add_arguments(serve)
     serve.set_defaults(run=_serve)
+
+    evaluate = commands.add_parser(
+        "eval", help="Print recall@1/5/10 and MRR on the evaluation set, lexical and hybrid, per language."
+    )
+    evaluate.add_argument(
+        "--fusion", choices=("default", "all"), default="default", help="all: compare fusions"
+    )
+    evaluate.add_argument("--json", metavar="PATH", help="Also write the figures as JSON.")
+    settings_module.add_arguments(evaluate)
+    evaluate.set_defaults(run=_eval)
 
     docs = commands.add_parser("docs", help="Write docs/configuration.md from the settings' definitions.")
     docs.add_argument("--output", default=str(DOCS_PATH))

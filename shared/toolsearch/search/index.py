@@ -5,13 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..catalog import Catalog
-from . import SearchIndex
-from .lexical import build_lexical_index
+from toolsearch.catalog import Catalog
+from toolsearch.search import SearchIndex
+from toolsearch.search.embedding import VectorCache, build_embedding_index
+from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, HybridIndex
+from toolsearch.search.lexical import build_lexical_index
 
 
-def make_indexer(embedder: Any = None) -> Callable[[Catalog], SearchIndex]:
+def make_indexer(
+    embedder: Any = None, *, cache: VectorCache | None = None, fusion: Fusion = DEFAULT_FUSION
+) -> Callable[[Catalog], SearchIndex]:
+    """An indexer for catalogs; with an embedder, tool vectors are shared through one cache."""
+    cache = cache or VectorCache()
+
     def index(catalog: Catalog) -> SearchIndex:
-        return build_lexical_index(catalog.tools)
+        lexical = build_lexical_index(catalog.tools)
+        if embedder is None:
+            return lexical
+        semantic = build_embedding_index(catalog.tools, embedder, cache)
+        return HybridIndex(lexical, semantic, embedder, fusion)
 
     return index

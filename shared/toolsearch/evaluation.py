@@ -1,0 +1,123 @@
+"""The evaluation set and its figures: recall@1/5/10 and MRR, per language, lexical and hybrid.
+
+The catalog is the demo upstream's (`data/catalog/*.json`, made-up tools
+described in English); the questions (`data/questions/*.json`) are asked as
+users speak, in English and in Lithuanian, each naming every tool that answers
+it. A question counts as found at k when any of its tools is in the top k.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any
+
+from toolsearch.catalog import Catalog
+from toolsearch.demo import demo_tools
+from toolsearch.search import SearchIndex
+from toolsearch.search.embedding import VectorCache
+from toolsearch.search.hybrid import Fusion
+from toolsearch.search.index import make_indexer
+
+LANGUAGES = ("en", "lt")
+KS = (1, 5, 10)
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    text: dict[str, str]  # language -> question
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Figures:
+    search: str
+    language: str
+    questions: int
+    recall_at_1: float
+    recall_at_5: float
+    recall_at_10: float
+    mrr: float
+    ms_per_query: float
+
+
+def load_questions() -> list[Question]:
+    folder = resources.files("toolsearch") / "data" / "questions"
+    questions = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if not entry.name.endswith(".json"):
+            continue
+        for item in json.loads(entry.read_text(encoding="utf-8")):
+            text = {lang: item[lang] for lang in LANGUAGES if item.get(lang)}
+            questions.append(Question(item["id"], text, tuple(item["tools"])))
+    return questions
+
+
+def evaluation_catalog() -> Catalog:
+    return Catalog.from_definitions(demo_tools())
+
+
+def measure(
+    name: str, index: SearchIndex, catalog: Catalog, questions: Sequence[Question], language: str
+) -> Figures:
+    asked = [q for q in questions if language in q.text]
+    found_at = {k: 0 for k in KS}
+    reciprocal = 0.0
+    started = time.perf_counter()
+    for question in asked:
+        hits = index.search([question.text[language]], max(KS))[0]
+        names = [catalog.tools[hit.position].name for hit in hits]
+        ranks = [rank for rank, tool in enumerate(names, start=1) if tool in question.tools]
+        first = ranks[0] if ranks else None
+        for k in KS:
+            found_at[k] += first is not None and first <= k
+        reciprocal += 1.0 / first if first else 0.0
+    elapsed = (time.perf_counter() - started) * 1000
+    n = len(asked) or 1
+    return Figures(
+        name,
+        language,
+        len(asked),
+        found_at[1] / n,
+        found_at[5] / n,
+        found_at[10] / n,
+        reciprocal / n,
+        elapsed / n,
+    )
+
+
+def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> list[Figures]:
+    """Lexical figures, and hybrid ones for each fusion when an embedder is given."""
+    catalog = evaluation_catalog()
+    questions = load_questions()
+    indexes: dict[str, SearchIndex] = {"lexical": make_indexer(None)(catalog)}
+    if embedder is not None:
+        cache = VectorCache()
+        for label, fusion in (fusions or {"hybrid": Fusion()}).items():
+            indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion)(catalog)
+    return [
+        measure(label, index, catalog, questions, language)
+        for language in LANGUAGES
+        for label, index in indexes.items()
+    ]
+
+
+def render(figures: Sequence[Figures], catalog_size: int) -> str:
+    lines = [
+        f"catalog: {catalog_size} tools; questions per language: {figures[0].questions if figures else 0}",
+        f"{'search':<16} {'lang':<4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'ms/q':>6}",
+    ]
+    for f in figures:
+        lines.append(
+            f"{f.search:<16} {f.language:<4} {f.recall_at_1:>6.1%} {f.recall_at_5:>6.1%}"
+            f" {f.recall_at_10:>6.1%} {f.mrr:>6.3f} {f.ms_per_query:>6.2f}"
+        )
+    return "\n".join(lines)
+
+
+def to_json(figures: Sequence[Figures]) -> str:
+    return json.dumps([asdict(f) for f in figures], indent=2)

@@ -1,0 +1,95 @@
+"""The embedding half of search: each tool's text as a unit vector, ranked by cosine.
+
+Many callers share most of their tools, so a tool's vector is kept by the text
+it was made from and reused by every catalog that holds the same text
+(`VectorCache`, bounded). A query is embedded once per search_tools call, all
+queries of the call in one batch, by the hybrid index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from toolsearch.catalog import Tool
+from toolsearch.search import Hit
+from toolsearch.search.documents import name_words
+
+MAX_DESCRIPTION_CHARS = 1_000  # the first part says what a tool does; the rest dilutes its vector
+
+
+def embedding_text(tool: Tool) -> str:
+    """What of a tool is embedded: its name as words, its title and the start of its description."""
+    parts = [name_words(tool.name), tool.title, tool.description[:MAX_DESCRIPTION_CHARS]]
+    return ". ".join(part.strip() for part in parts if part and part.strip())
+
+
+class VectorCache:
+    """Tool vectors by the hash of their text, shared across catalogs; least recently used go first."""
+
+    def __init__(self, max_entries: int = 50_000) -> None:
+        self.max_entries = max_entries
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()  # indexing runs in worker threads
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def vectors(self, embedder: Any, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
+        out = np.zeros((len(texts), embedder.dim), np.float32)
+        missing: list[int] = []
+        with self._lock:
+            for row, key in enumerate(keys):
+                vector = self._vectors.get(key)
+                if vector is None:
+                    missing.append(row)
+                else:
+                    self._vectors.move_to_end(key)
+                    out[row] = vector
+            self.hits += len(texts) - len(missing)
+            self.misses += len(missing)
+        if missing:
+            fresh = embedder.encode([texts[row] for row in missing])
+            out[missing] = fresh
+            with self._lock:
+                for row, vector in zip(missing, fresh, strict=True):
+                    self._vectors[keys[row]] = vector
+                while len(self._vectors) > self.max_entries:
+                    self._vectors.popitem(last=False)
+        return out
+
+
+class EmbeddingIndex:
+    """Cosine similarity of unit vectors: one matrix product per batch of queries."""
+
+    def __init__(self, matrix: np.ndarray) -> None:
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.size = self.matrix.shape[0]
+
+    def scores(self, query_vectors: np.ndarray) -> np.ndarray:
+        """(queries x tools) cosine similarities."""
+        if self.size == 0:
+            return np.zeros((len(query_vectors), 0), np.float32)
+        return query_vectors @ self.matrix.T
+
+    def rank(self, scores: np.ndarray, limit: int) -> list[Hit]:
+        if self.size == 0 or limit <= 0 or not np.any(scores):
+            return []
+        limit = min(limit, self.size)
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        # Best first; equal scores by catalog position, so results never depend on the partition.
+        order = np.lexsort((top, -scores[top]))
+        return [Hit(int(top[i]), float(scores[top[i]])) for i in order]
+
+
+def build_embedding_index(tools: Sequence[Tool], embedder: Any, cache: VectorCache) -> EmbeddingIndex:
+    texts = [embedding_text(tool) for tool in tools]
+    return EmbeddingIndex(cache.vectors(embedder, texts))

@@ -1,0 +1,80 @@
+"""BM25 and embeddings, fused into one ranking.
+
+Fusion is a weighted sum of each ranking's scores, each scaled to [0, 1] over
+its own top candidates (BM25 by its best score, cosine from the candidates'
+floor to their best). Measured on the evaluation set (`toolsearch eval
+--fusion all`), it beat reciprocal rank fusion: RRF throws away how sure each
+ranking is, so a Lithuanian question, where BM25 finds nothing or noise, was
+pulled towards BM25's accidental matches. The figures are in docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from toolsearch.search import Hit
+from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.lexical import LexicalIndex
+
+CANDIDATES = 50  # from each ranking, before fusing
+
+
+@dataclass(frozen=True)
+class Fusion:
+    method: str = "weighted"  # "weighted" or "rrf"
+    lexical_weight: float = 0.35  # weighted: the share of BM25; the embedding gets the rest
+    rrf_k: float = 60.0
+
+
+DEFAULT_FUSION = Fusion()
+
+
+def fuse(lexical: list[Hit], semantic: list[Hit], limit: int, fusion: Fusion = DEFAULT_FUSION) -> list[Hit]:
+    scores: dict[int, float] = {}
+    if fusion.method == "rrf":
+        for hits in (lexical, semantic):
+            for rank, hit in enumerate(hits, start=1):
+                scores[hit.position] = scores.get(hit.position, 0.0) + 1.0 / (fusion.rrf_k + rank)
+    else:
+        if lexical:
+            best = max(hit.score for hit in lexical) or 1.0
+            for hit in lexical:
+                scores[hit.position] = fusion.lexical_weight * hit.score / best
+        if semantic:
+            top, floor = semantic[0].score, semantic[-1].score
+            span = (top - floor) or 1.0
+            weight = 1.0 - fusion.lexical_weight
+            for hit in semantic:
+                if hit.score <= 0:
+                    continue
+                scores[hit.position] = scores.get(hit.position, 0.0) + weight * (hit.score - floor) / span
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return [Hit(position, score) for position, score in ranked[:limit]]
+
+
+class HybridIndex:
+    """Implements `toolsearch.search.SearchIndex`: BM25 fused with cosine similarity."""
+
+    def __init__(
+        self, lexical: LexicalIndex, semantic: EmbeddingIndex, embedder: Any, fusion: Fusion = DEFAULT_FUSION
+    ) -> None:
+        self.lexical = lexical
+        self.semantic = semantic
+        self.embedder = embedder
+        self.fusion = fusion
+
+    def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
+        depth = max(limit, CANDIDATES)
+        lexical = self.lexical.search(queries, depth)
+        # Every query of the call embedded in one batch.
+        vectors = self.embedder.encode(list(queries)) if queries else np.zeros((0, 1), np.float32)
+        all_scores = self.semantic.scores(vectors)
+        results = []
+        for row, lexical_hits in enumerate(lexical):
+            semantic_hits = self.semantic.rank(all_scores[row], depth)
+            results.append(fuse(lexical_hits, semantic_hits, limit, self.fusion))
+        return results
