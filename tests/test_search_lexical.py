@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from toolsearch.catalog import make_tool
+from toolsearch.catalog import Tool, make_tool
 from toolsearch.search import Hit
 from toolsearch.search.documents import document_text, document_tokens, name_words, schema_text
 from toolsearch.search.lexical import LexicalIndex, build_lexical_index
@@ -141,6 +141,15 @@ def test_schema_text_takes_top_level_and_one_nested_level():
 )
 def test_malformed_schemas_are_skipped_not_raised(schema):
     assert isinstance(schema_text(schema), list)
+
+
+@pytest.mark.parametrize("extra", [{"title": 5}, {"annotations": ["x"]}, {"annotations": {"title": None}}])
+def test_odd_titles_are_skipped_not_raised(extra):
+    definition = {"name": "odd_tool", "description": "Does things."} | extra
+    odd = Tool(
+        name="odd_tool", description="Does things.", input_schema={}, read_only=False, definition=definition
+    )
+    assert document_text(odd).endswith("Does things.")
 
 
 def test_document_weights_name_over_description():
