@@ -101,6 +101,11 @@ class Upstream:
         self._sessions = SessionStore(max_sessions)
         self.era: str | None = None  # "modern" | "legacy" once known
 
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The HTTP client to the upstream (OAuth discovery reads the upstream's metadata with it)."""
+        return self._http
+
     async def aclose(self) -> None:
         if self._owns_http:
             await self._http.aclose()

@@ -80,6 +80,7 @@ class SSEParser:
     def _dispatch(self) -> Event | None:
         data, kind = self._data, self._type or "message"
         self._data, self._data_chars, self._type = [], 0, ""
-        if not data:
+        text = "\n".join(data)
+        if not text:  # as the format says: an event with empty data is not dispatched
             return None
-        return Event(type=kind, data="\n".join(data))
+        return Event(type=kind, data=text)
