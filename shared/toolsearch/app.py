@@ -20,6 +20,7 @@ from starlette.routing import Route
 from .catalogs import CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
 from .endpoint import SERVER_INFO, McpEndpoint
+from .oauth import WELL_KNOWN, ProtectedResource
 from .search.index import make_indexer
 from .service import ToolService
 from .settings import Settings
@@ -66,7 +67,8 @@ def build_proxy(
         on_event=lambda name: telemetry.count("catalog", event=name),
     )
     service = ToolService(settings, catalogs, upstream.call_tool)
-    endpoint = McpEndpoint(settings, service, upstream_url, telemetry)
+    oauth = ProtectedResource(settings, upstream_url, upstream.http)
+    endpoint = McpEndpoint(settings, service, upstream_url, telemetry, oauth)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -77,6 +79,8 @@ def build_proxy(
         routes=[
             Route("/mcp", endpoint.post, methods=["POST"]),
             Route("/mcp", endpoint.not_allowed, methods=["GET", "DELETE", "PUT", "PATCH"]),
+            Route(WELL_KNOWN, endpoint.protected_resource_metadata, methods=["GET"]),
+            Route(WELL_KNOWN + "/mcp", endpoint.protected_resource_metadata, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
         ]
     )

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from . import __version__
 from . import protocol as P
 from .catalogs import Caller, caller_key
+from .oauth import ProtectedResource
 from .service import AuthFailure, ToolService
 from .settings import Settings
 from .telemetry import Telemetry
@@ -44,15 +45,27 @@ class Envelope:
 
 class McpEndpoint:
     def __init__(
-        self, settings: Settings, service: ToolService, upstream_url: str, telemetry: Telemetry
+        self,
+        settings: Settings,
+        service: ToolService,
+        upstream_url: str,
+        telemetry: Telemetry,
+        oauth: ProtectedResource,
     ) -> None:
         self.settings = settings
         self.service = service
         self.upstream_url = upstream_url
         self.telemetry = telemetry
+        self.oauth = oauth
+        self._pinned = [name for name in settings.pinned_tools if not service.has_tool(name)]
         self._origins = {origin.rstrip("/") for origin in settings.allowed_origins}
 
     # -- HTTP
+
+    async def protected_resource_metadata(self, request: Request) -> Response:
+        return JSONResponse(
+            await self.oauth.metadata(request), headers={"Cache-Control": "public, max-age=300"}
+        )
 
     async def not_allowed(self, request: Request) -> Response:
         return JSONResponse(
@@ -72,7 +85,10 @@ class McpEndpoint:
             message = _parse(await self._read_body(request))
             envelope = _envelope(message)
             method = envelope.method
-            result = await self._dispatch(request, envelope)
+            try:
+                result = await self._dispatch(request, envelope)
+            except AuthFailure as failure:
+                raise self._auth_error(request, failure.error) from failure
             if envelope.is_notification:
                 return Response(status_code=202)
             return JSONResponse(P.response(envelope.id, result))
@@ -146,7 +162,7 @@ class McpEndpoint:
             }
         if env.method == "tools/list":
             return {
-                "tools": self.service.definitions(),
+                "tools": self.service.definitions() + await self._pinned_definitions(caller),
                 "ttlMs": int(self.settings.catalog_ttl * 1000),
                 "cacheScope": "private",
             }
@@ -167,7 +183,7 @@ class McpEndpoint:
             upstream = (await self.service.catalogs.get(caller)).catalog.instructions
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
-                raise _auth_error(exc) from exc
+                raise AuthFailure(exc) from exc
             logger.warning("upstream instructions unavailable", extra={"outcome": exc.kind})
             upstream = ""
         return compose_instructions(upstream, self.settings.max_instructions)
@@ -182,6 +198,8 @@ class McpEndpoint:
         if not isinstance(arguments, dict):
             raise P.RpcError(P.INVALID_PARAMS, "params.arguments must be an object")
         if not self.service.has_tool(name):
+            if name in self._pinned:
+                return await self._call_pinned(caller, name, arguments)
             raise P.RpcError(
                 P.INVALID_PARAMS,
                 f"Unknown tool: {name}. This server has: "
@@ -192,11 +210,44 @@ class McpEndpoint:
             result = await self.service.call(caller, name, arguments)
         except AuthFailure as failure:
             self.telemetry.count("tool_call", tool=name, outcome=failure.error.kind)
-            raise _auth_error(failure.error) from failure
+            raise
         outcome = "error" if result.get("isError") else "ok"
         self.telemetry.count("tool_call", tool=name, outcome=outcome)
         self.telemetry.timing("tool_call", (time.perf_counter() - started) * 1000, tool=name)
         return result
+
+    async def _pinned_definitions(self, caller: Caller) -> list[dict[str, Any]]:
+        """The upstream tools the operator pinned, as the upstream defines them for this caller.
+
+        Listing needs the caller's catalog, so a caller the upstream refuses gets its 401 here too,
+        which is how OAuth clients learn to sign in.
+        """
+        try:
+            catalog = (await self.service.catalogs.get(caller)).catalog
+        except UpstreamError as exc:
+            if exc.kind in ("unauthorized", "forbidden"):
+                raise AuthFailure(exc) from exc
+            logger.warning("upstream catalog unavailable for tools/list", extra={"outcome": exc.kind})
+            return []
+        return [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
+
+    async def _call_pinned(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        catalog = (await self.service.catalogs.get(caller)).catalog
+        if name not in catalog.by_name:
+            raise P.RpcError(P.INVALID_PARAMS, f"Unknown tool: {name}")
+        # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
+        result = await self.service.call_tool(caller, name, arguments, read_only=False)
+        self.telemetry.count("tool_call", tool="pinned", outcome="error" if result.get("isError") else "ok")
+        return result
+
+    def _auth_error(self, request: Request, exc: UpstreamError) -> P.RpcError:
+        """The upstream's refusal as ours: same status, a challenge naming our own metadata."""
+        status = exc.status if exc.status in (401, 403) else (401 if exc.kind == "unauthorized" else 403)
+        challenge = self.oauth.challenge(request, exc.www_authenticate)
+        message = (
+            "The upstream requires authorization" if status == 401 else "The upstream refused this caller"
+        )
+        return P.RpcError(-32000, message, http_status=status, headers={"WWW-Authenticate": challenge})
 
 
 def compose_instructions(upstream: str, limit: int) -> str:
@@ -208,13 +259,6 @@ def compose_instructions(upstream: str, limit: int) -> str:
             f"\n[The upstream's instructions were cut here, at {limit:,} of {len(upstream):,} characters.]"
         )
     return f"{GUIDANCE}\n\nThe upstream server's own instructions follow.\n\n{upstream}"
-
-
-def _auth_error(exc: UpstreamError) -> P.RpcError:
-    status = exc.status if exc.status in (401, 403) else (401 if exc.kind == "unauthorized" else 403)
-    headers = {"WWW-Authenticate": exc.www_authenticate} if exc.www_authenticate else {}
-    message = "The upstream requires authorization" if status == 401 else "The upstream refused this caller"
-    return P.RpcError(-32000, message, http_status=status, headers=headers)
 
 
 def _parse(body: bytes) -> Any:
