@@ -139,3 +139,17 @@ async def test_a_legacy_only_upstream_works_behind_the_proxy(legacy_upstream):  
             assert "echo" in [tool["name"] for tool in found.structured_content["tools"]]
             result = await client.call_tool("call_read_tool", {"name": "echo", "arguments": {"message": "x"}})
             assert result.structured_content == {"message": "x"}
+
+
+async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):  # noqa: F811
+    settings = Settings(
+        upstream=sdk_upstream.url, embedder="none", pinned_tools=["echo", "search_tools", "nope"]
+    )
+    proxy = build_proxy(settings)
+    with serve_in_thread(proxy.app) as base:
+        async with connect(base + "/mcp", "frank") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            # A pinned name that clashes with the five, or that the caller's catalog lacks, is left out.
+            assert names[-1] == "echo" and names.count("search_tools") == 1 and "nope" not in names
+            result = await client.call_tool("echo", {"message": "pinned"})
+            assert result.structured_content == {"message": "pinned"}
