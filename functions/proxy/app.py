@@ -1,0 +1,66 @@
+"""AWS Lambda entry point: the Starlette app of `toolsearch serve`, adapted by Mangum.
+
+Everything is built at import, once per execution environment: settings from
+TOOLSEARCH_* variables, the model (from the layer at /opt/model), the proxy
+with its catalog caches, and the DynamoDB tier when TOOLSEARCH_DYNAMODB_TABLE
+is set. Invocations reuse it all. Works for API Gateway HTTP API (v2), REST API
+(v1) and function URL events alike; Mangum reads the shape from the event.
+
+Logs are Powertools JSON with the Lambda context and `cold_start`; the event
+itself is never logged (it carries the caller's Authorization header).
+"""
+
+from __future__ import annotations
+
+import time
+
+_import_started = time.perf_counter()
+
+from aws_lambda_powertools import Logger  # noqa: E402
+from mangum import Mangum  # noqa: E402
+
+from toolsearch.app import build_proxy  # noqa: E402
+from toolsearch.lambda_support import EmfMetrics, InvocationLoop, catalog_tier  # noqa: E402
+from toolsearch.logs import configure_logging  # noqa: E402
+from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
+from toolsearch.settings import from_env  # noqa: E402
+from toolsearch.telemetry import Telemetry  # noqa: E402
+
+settings = from_env()
+configure_logging(settings.log_level)
+# Named like the package, so every `toolsearch.*` log record carries the Lambda context.
+logger = Logger(service="toolsearch", level=settings.log_level)
+
+loop = InvocationLoop()  # before Mangum, which adopts the current loop
+telemetry = Telemetry()
+metrics = EmfMetrics()
+telemetry.add_sink(metrics)
+embedder = load_configured_embedder(settings)
+proxy = build_proxy(
+    settings, shared=catalog_tier(settings, telemetry), embedder=embedder, telemetry=telemetry
+)
+adapter = Mangum(proxy.app, lifespan="off")
+
+init_ms = round((time.perf_counter() - _import_started) * 1000, 1)
+_cold = True
+
+
+@logger.inject_lambda_context(log_event=False)
+def handler(event: dict, context: object) -> dict:
+    global _cold
+    if _cold:
+        _cold = False
+        telemetry.timing("init", init_ms)
+        logger.info(
+            "cold start",
+            extra={
+                "init_ms": init_ms,
+                "search": "hybrid" if embedder is not None else "lexical",
+                "catalog_tier": "dynamodb" if settings.dynamodb_table else "memory",
+            },
+        )
+    loop.make_current()
+    try:
+        return adapter(event, context)
+    finally:
+        metrics.flush()

@@ -1,0 +1,128 @@
+"""What the Lambda handler needs beyond the app: one event loop, EMF metrics, the DynamoDB tier.
+
+Mangum 0.22 runs each invocation with `loop.run_until_complete(...)` on the
+thread's current event loop, found with `asyncio.get_event_loop()`. Tasks the
+app leaves behind (a background catalog refresh) stay on that loop, frozen
+with the execution environment between invocations, and go on running during
+the next one. So the handler owns one loop for the life of the environment
+and makes it current before every invocation: pending work is neither lost
+nor destroyed, and nothing depends on Python's deprecated implicit loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from .settings import Settings
+from .telemetry import Telemetry
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACE = "McpToolsearchProxy"
+_VALUES_PER_DOCUMENT = 90  # Powertools flushes on its own at 100 values; stay below it
+
+
+class InvocationLoop:
+    """The one asyncio loop of an execution environment, current for every invocation."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+
+    def make_current(self) -> None:
+        asyncio.set_event_loop(self.loop)
+
+    def pending(self) -> set[asyncio.Task[Any]]:
+        """Tasks left running after an invocation (background refreshes)."""
+        return {task for task in asyncio.all_tasks(self.loop) if not task.done()}
+
+    def settle(self, timeout: float) -> bool:
+        """Run the loop until no task is pending or `timeout` passes; True when none is left.
+
+        For tests and benchmarks: in Lambda the next invocation carries pending work on.
+        """
+        tasks = self.pending()
+        if not tasks:
+            return True
+        self.make_current()
+        self.loop.run_until_complete(asyncio.wait(tasks, timeout=timeout))
+        return not self.pending()
+
+
+class EmfMetrics:
+    """A telemetry sink that buffers one invocation's metrics and prints them as CloudWatch EMF.
+
+    Metrics with the same dimensions go into one EMF document (Powertools'
+    serialiser), so an invocation costs a few log lines, not one per event.
+    Names ending in `_ms` are milliseconds; the rest are counts. Dimensions are
+    what telemetry passes (tool names, outcomes, methods, cache events) plus
+    `service`; never anything a caller sent.
+    """
+
+    def __init__(
+        self,
+        namespace: str | None = None,
+        service: str | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
+        self.namespace = namespace or os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE
+        self.service = service or os.environ.get("POWERTOOLS_SERVICE_NAME") or "toolsearch"
+        self._stream = stream
+        self._pending: list[tuple[str, float, tuple[tuple[str, str], ...]]] = []
+        self._lock = threading.Lock()  # the DynamoDB tier reports from worker threads
+
+    def __call__(self, name: str, value: float, dimensions: dict[str, str]) -> None:
+        with self._lock:
+            self._pending.append((name, float(value), tuple(sorted(dimensions.items()))))
+
+    def flush(self) -> list[dict[str, Any]]:
+        """Print (and return) the buffered metrics as EMF documents, and forget them."""
+        from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+        from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
+            AmazonCloudWatchEMFProvider,
+        )
+
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending or is_metrics_disabled():
+            return []
+        groups: dict[tuple[tuple[str, str], ...], list[tuple[str, float]]] = {}
+        for name, value, dims in pending:
+            groups.setdefault(dims, []).append((name, value))
+        documents = []
+        for dims, entries in groups.items():
+            for start in range(0, len(entries), _VALUES_PER_DOCUMENT):
+                provider = AmazonCloudWatchEMFProvider(namespace=self.namespace, service=self.service)
+                for key, val in dims:
+                    provider.add_dimension(name=key, value=val)
+                for name, value in entries[start : start + _VALUES_PER_DOCUMENT]:
+                    unit = "Milliseconds" if name.endswith("_ms") else "Count"
+                    provider.add_metric(name=name, unit=unit, value=value)
+                documents.append(provider.serialize_metric_set())
+        stream = self._stream or sys.stdout
+        for document in documents:
+            stream.write(json.dumps(document, separators=(",", ":")) + "\n")
+        stream.flush()
+        return documents
+
+
+def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
+    """The DynamoDB tier when `dynamodb_table` is set, else None (memory only).
+
+    Items live as long as a catalog stays fresh; reads check expiry themselves.
+    """
+    if not settings.dynamodb_table:
+        return None
+    from .cache.dynamo import DynamoCatalogStore
+
+    count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
+    return DynamoCatalogStore(
+        settings.dynamodb_table, ttl_seconds=max(settings.catalog_ttl, 1.0), on_event=count
+    )

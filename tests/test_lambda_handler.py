@@ -1,0 +1,293 @@
+"""The Lambda handler, invoked directly with the events in events/: real Mangum, real app, demo upstream.
+
+`sam local invoke` needs Docker, which our machines lack; these tests call the
+same `handler` with the same event files instead. The handler module is loaded
+by path, after the environment is set, as Lambda does on a cold start; loading
+it again stands for another execution environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.util
+import io
+import itertools
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolsearch.catalogs import caller_key
+from toolsearch.demo import DEMO_URL, demo_tools
+
+pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite and dynamo_table, for the shared-tier test
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDLER_PATH = ROOT / "functions" / "proxy" / "app.py"
+EVENTS = ROOT / "events"
+EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
+SHAPES = ("http-api", "function-url", "rest-api")
+REQUESTS = ("discover", "initialize", "tools-list", "search-tools")
+FIVE = ["search_tools", "describe_tool", "call_read_tool", "call_read_tools", "call_write_tool"]
+_module_numbers = itertools.count(1)
+
+
+@dataclass
+class FakeContext:
+    """The attributes of Lambda's context object that Powertools reads."""
+
+    aws_request_id: str = "7f9c0e3a-0000-4000-8000-000000000001"
+    function_name: str = "toolsearch-proxy"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:toolsearch-proxy"
+    function_version: str = "$LATEST"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def event(name: str) -> dict[str, Any]:
+    return json.loads((EVENTS / name).read_text(encoding="utf-8"))
+
+
+def request_body(evt: dict[str, Any]) -> dict[str, Any]:
+    raw = evt["body"]
+    return json.loads(base64.b64decode(raw) if evt["isBase64Encoded"] else raw)
+
+
+def invoke(module: Any, name_or_event: str | dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    evt = event(name_or_event) if isinstance(name_or_event, str) else name_or_event
+    response = module.handler(evt, FakeContext())
+    body = response["body"]
+    if response.get("isBase64Encoded"):
+        body = base64.b64decode(body)
+    return response, json.loads(body)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restore_process_state():
+    """Loading the handler configures logging and sets the event loop; undo both for other tests."""
+    package_logger = logging.getLogger("toolsearch")
+    saved_logger = (list(package_logger.handlers), package_logger.level, dict(package_logger.__dict__))
+    root = logging.getLogger()
+    saved_root = (list(root.handlers), root.level, {h: list(h.filters) for h in root.handlers})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            saved_loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            saved_loop = None
+    yield
+    package_logger.__dict__.clear()
+    package_logger.__dict__.update(saved_logger[2])
+    package_logger.handlers[:] = saved_logger[0]
+    package_logger.setLevel(saved_logger[1])
+    root.handlers[:] = saved_root[0]
+    root.setLevel(saved_root[1])
+    for handler, filters in saved_root[2].items():
+        handler.filters[:] = filters
+    asyncio.set_event_loop(saved_loop)
+
+
+@pytest.fixture
+def load_handler(monkeypatch):
+    """Load functions/proxy/app.py as a fresh module (a cold execution environment) with `env` set."""
+    loaded = []
+
+    def load(**env: str) -> Any:
+        for name in [n for n in __import__("os").environ if n.startswith("TOOLSEARCH_")]:
+            monkeypatch.delenv(name)
+        monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "ToolsearchTest")
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        spec = importlib.util.spec_from_file_location(f"lambda_handler_{next(_module_numbers)}", HANDLER_PATH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        loaded.append(module)
+        return module
+
+    yield load
+    for module in loaded:  # let refreshes finish, then close: no task is left to be destroyed
+        assert module.loop.settle(timeout=30)
+        module.loop.loop.close()
+
+
+@pytest.fixture(scope="module")
+def shared_handler():
+    """One warm execution environment for the event-shape tests (loading costs a demo listing)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in [n for n in __import__("os").environ if n.startswith("TOOLSEARCH_")]:
+            patch.delenv(name)
+        spec = importlib.util.spec_from_file_location("lambda_handler_shared", HANDLER_PATH)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    yield module
+    module.loop.settle(timeout=30)
+    module.loop.loop.close()
+
+
+def test_every_shape_and_request_has_an_event_file():
+    assert sorted(f"{shape}-{req}.json" for shape in SHAPES for req in REQUESTS) == EVENT_FILES
+
+
+@pytest.mark.parametrize("name", EVENT_FILES)
+def test_each_event_file_gets_a_json_rpc_result(shared_handler, name):
+    evt = event(name)
+    response, reply = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 200
+    assert response["headers"]["content-type"] == "application/json"
+    assert "error" not in reply
+    assert reply["id"] == request_body(evt)["id"]
+    result = reply["result"]
+    if name.endswith("-discover.json"):
+        assert "2026-07-28" in result["supportedVersions"]
+        assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-toolsearch-proxy"
+        assert "Demo upstream" in result["instructions"]
+    elif name.endswith("-initialize.json"):
+        assert result["protocolVersion"] == "2025-06-18"
+        assert result["serverInfo"]["name"] == "mcp-toolsearch-proxy"
+    elif name.endswith("-tools-list.json"):
+        assert [tool["name"] for tool in result["tools"]] == FIVE
+    else:
+        assert result["isError"] is False
+        found = result["structuredContent"]["tools"]
+        demo_names = {tool["name"] for tool in demo_tools()}
+        assert 0 < len(found) <= 5
+        assert {tool["name"] for tool in found} <= demo_names
+        assert result["structuredContent"]["total"] == len(demo_names)
+
+
+def test_base64_body_from_a_function_url_is_decoded(shared_handler):
+    evt = event("function-url-search-tools.json")
+    assert evt["isBase64Encoded"] is True  # the file really is the base64 case
+    assert evt["headers"]["host"].endswith(".lambda-url.us-east-1.on.aws")
+
+    response, reply = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 200
+    assert reply["result"]["structuredContent"]["tools"]
+
+
+def test_a_wrong_method_on_mcp_is_a_405_not_a_crash(shared_handler):
+    evt = event("http-api-discover.json")
+    evt["requestContext"]["http"]["method"] = "GET"
+    evt["routeKey"] = "GET /mcp"
+    evt.pop("body")
+    evt["isBase64Encoded"] = False
+
+    response, reply = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 405
+    assert reply["error"]["code"] == -32600
+
+
+def test_warm_invocations_reuse_the_proxy_and_its_catalog(load_handler):
+    module = load_handler()
+    proxy = module.proxy
+    key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
+
+    invoke(module, "http-api-search-tools.json")
+    first = proxy.catalogs._memory[key].catalog
+    invoke(module, "function-url-search-tools.json")
+    invoke(module, "rest-api-search-tools.json")
+
+    assert module.proxy is proxy
+    assert proxy.catalogs._memory[key].catalog is first
+    assert proxy.telemetry.total("catalog", event="catalog_list_upstream") == 1
+    assert proxy.telemetry.total("catalog", event="catalog_hit_memory") == 2
+
+
+def test_the_model_loads_once_per_environment_not_per_request(load_handler, monkeypatch):
+    import toolsearch.search.embedder as embedder_module
+
+    calls = []
+    real = embedder_module.load_configured_embedder
+
+    def counting(settings):
+        calls.append(settings)
+        return real(settings)
+
+    monkeypatch.setattr(embedder_module, "load_configured_embedder", counting)
+    module = load_handler()
+    for name in ("http-api-discover.json", "http-api-search-tools.json", "rest-api-search-tools.json"):
+        invoke(module, name)
+
+    assert len(calls) == 1
+
+
+def test_metrics_are_emf_and_logs_carry_the_cold_start_but_no_query_or_token(load_handler, capsys):
+    module = load_handler()
+    records = io.StringIO()
+    capture = logging.StreamHandler(records)
+    capture.setFormatter(module.logger.registered_formatter)  # the Powertools JSON with Lambda context
+    logging.getLogger("toolsearch").addHandler(capture)
+    try:
+        search = event("http-api-search-tools.json")
+        invoke(module, search)
+        invoke(module, "http-api-discover.json")
+    finally:
+        logging.getLogger("toolsearch").removeHandler(capture)
+
+    lines = [json.loads(line) for line in records.getvalue().splitlines()]
+    cold = [line for line in lines if line["message"] == "cold start"]
+    assert len(cold) == 1 and cold[0]["init_ms"] > 0 and cold[0]["catalog_tier"] == "memory"
+    assert all(line["function_request_id"] == FakeContext.aws_request_id for line in lines)
+    assert all("cold_start" in line for line in lines)
+
+    printed = capsys.readouterr()
+    documents = [json.loads(line) for line in printed.out.splitlines() if line.startswith('{"_aws"')]
+    by_metric = {name: doc for doc in documents for name in doc if name not in ("_aws", "service")}
+    assert by_metric["tool_call"]["tool"] == "search_tools" and by_metric["tool_call"]["outcome"] == "ok"
+    assert by_metric["tool_call"]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "ToolsearchTest"
+    assert by_metric["request_ms"]["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Unit"] == "Milliseconds"
+    assert "init_ms" in by_metric
+
+    query = request_body(search)["params"]["arguments"]["query"]
+    token = search["headers"]["authorization"].split()[-1]
+    everything = records.getvalue() + printed.out + printed.err
+    assert query not in everything and token not in everything
+
+
+def test_a_background_refresh_left_pending_finishes_in_a_later_invocation(load_handler):
+    # A TTL of zero makes every catalog stale at once: each request starts a background refresh.
+    module = load_handler(TOOLSEARCH_CATALOG_TTL="0")
+    key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
+    invoke(module, "http-api-search-tools.json")
+    first = module.proxy.catalogs._memory[key].catalog
+
+    response, _ = invoke(module, "http-api-search-tools.json")  # serves the stale one, refreshes behind
+    left = module.loop.pending()
+    assert left  # the refresh (a listing, then indexing in a thread) outlives the quick reply
+    response_later, _ = invoke(module, "rest-api-tools-list.json")  # the loop runs again, frozen work goes on
+
+    assert response["statusCode"] == 200 and response_later["statusCode"] == 200
+    assert module.loop.settle(timeout=30)
+    assert all(task.done() and task.exception() is None for task in left)
+    assert module.proxy.catalogs._memory[key].catalog is not first
+    assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") >= 2
+
+
+@pytest.mark.npm
+def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler, dynalite, dynamo_table):
+    env = {"TOOLSEARCH_DYNAMODB_TABLE": dynamo_table, "AWS_ENDPOINT_URL_DYNAMODB": dynalite.endpoint_url}
+    first = load_handler(**env)
+    response, _ = invoke(first, "http-api-search-tools.json")
+    assert response["statusCode"] == 200
+    assert first.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 1
+    assert first.proxy.telemetry.total("catalog", event="dynamo_put") == 1
+    assert any(item["kind"]["S"] == "head" for item in dynalite.scan(dynamo_table))
+
+    second = load_handler(**env)
+    response, reply = invoke(second, "function-url-search-tools.json")
+
+    assert response["statusCode"] == 200 and reply["result"]["structuredContent"]["tools"]
+    assert second.proxy is not first.proxy
+    assert second.proxy.telemetry.total("catalog", event="catalog_hit_shared") == 1
+    assert second.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 0
