@@ -20,11 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from toolsearch.cache.dynamo import DynamoCatalogStore
-from toolsearch.catalog import Catalog
-
 from tests.fixtures.catalogs import tool_definitions
 from tests.fixtures.dynalite import DUMMY_ENV, Dynalite
+from toolsearch.cache.dynamo import DynamoCatalogStore
+from toolsearch.catalog import Catalog
 
 SIZES = (500, 1490, 5000)
 

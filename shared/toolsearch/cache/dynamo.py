@@ -121,7 +121,7 @@ class DynamoCatalogStore:
         endpoint_url: str | None = None,
         region_name: str | None = None,
         connect_timeout: float = 0.5,
-        read_timeout: float = 1.5,
+        read_timeout: float = 1.0,
         on_event: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
