@@ -114,8 +114,7 @@ class CatalogStore:
         if caller.key in self._loading:
             return
         task = self._start(caller, background=True)
-        # A failed background refresh keeps the stale catalog; the error is logged, not raised.
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        task.add_done_callback(_log_failed_refresh)
 
     async def _single_flight(self, caller: Caller, background: bool) -> IndexedCatalog:
         task = self._loading.get(caller.key) or self._start(caller, background)
@@ -195,3 +194,15 @@ class CatalogStore:
         while len(self._memory) > max(1, self._settings.catalog_memory_entries):
             self._memory.popitem(last=False)
             self._on_event("catalog_evicted_memory")
+
+
+def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:
+    """A failed background refresh keeps the stale catalog: logged (its kind only), never raised."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        logger.warning(
+            "catalog refresh failed; serving the stale one",
+            extra={"outcome": getattr(error, "kind", type(error).__name__)},
+        )

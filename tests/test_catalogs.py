@@ -1,0 +1,138 @@
+"""Catalog caching: fresh, stale-while-refreshing, expired, single-flight, bounded, failures never kept."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from toolsearch.catalogs import Caller, CatalogStore, caller_key
+from toolsearch.demo import DEMO_URL, demo_app
+from toolsearch.search.index import make_indexer
+from toolsearch.settings import Settings
+from toolsearch.upstream import Upstream, UpstreamError
+
+
+class DemoUpstream(httpx.AsyncBaseTransport):
+    """The demo upstream, counting tools/list pages; it can be told to fail or to stall."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.ASGITransport(app=demo_app())
+        self.lists = 0
+        self.fail_with: int | None = None
+        self.gate: asyncio.Event | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content or b"{}")
+        if body.get("method") == "tools/list" and not body.get("params", {}).get("cursor"):
+            self.lists += 1
+            if self.gate is not None:
+                await self.gate.wait()
+        if self.fail_with is not None and body.get("method") in ("tools/list", "server/discover"):
+            return httpx.Response(self.fail_with, json={"error": "down"})
+        return await self.inner.handle_async_request(request)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_store(transport: DemoUpstream, clock: Clock, **settings) -> CatalogStore:
+    config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, **settings)
+    upstream = Upstream(DEMO_URL, config, http=httpx.AsyncClient(transport=transport))
+    return CatalogStore(config, upstream.list_tools, make_indexer(None), clock=clock)
+
+
+def caller(token: str) -> Caller:
+    return Caller(f"Bearer {token}", caller_key(DEMO_URL, f"Bearer {token}"))
+
+
+async def test_key_is_a_hash_never_the_token():
+    key = caller_key("https://up.example/mcp", "Bearer secret-token")
+    assert "secret" not in key and len(key) == 64
+    assert key != caller_key("https://other.example/mcp", "Bearer secret-token")
+    assert key != caller_key("https://up.example/mcp", "Bearer secret-token2")
+
+
+async def test_fresh_catalog_is_served_from_memory():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    first = await store.get(caller("a"))
+    clock.now += 599
+    assert await store.get(caller("a")) is first
+    assert transport.lists == 1
+
+
+async def test_stale_catalog_is_served_while_one_refresh_runs():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    first = await store.get(caller("a"))
+    clock.now += 601
+    transport.gate = asyncio.Event()
+    stale = await asyncio.gather(*(store.get(caller("a")) for _ in range(5)))
+    assert all(entry is first for entry in stale)  # answered at once, from the old catalog
+    transport.gate.set()
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if (await store.get(caller("a"))) is not first:
+            break
+    assert (await store.get(caller("a"))) is not first
+    assert transport.lists == 2  # five stale reads started one refresh
+
+
+async def test_expired_catalog_is_listed_again_before_answering():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    first = await store.get(caller("a"))
+    clock.now += 3601
+    assert await store.get(caller("a")) is not first
+    assert transport.lists == 2
+
+
+async def test_concurrent_first_requests_list_once():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    entries = await asyncio.gather(*(store.get(caller("a")) for _ in range(10)))
+    assert len({id(entry) for entry in entries}) == 1
+    assert transport.lists == 1
+
+
+async def test_a_failed_listing_is_not_cached():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    transport.fail_with = 503
+    with pytest.raises(UpstreamError):
+        await store.get(caller("a"))
+    assert len(store) == 0
+    transport.fail_with = None
+    assert len((await store.get(caller("a"))).catalog) > 300
+
+
+async def test_a_failed_background_refresh_keeps_the_stale_catalog():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    first = await store.get(caller("a"))
+    clock.now += 601
+    transport.fail_with = 500
+    assert await store.get(caller("a")) is first
+    await asyncio.sleep(0.05)
+    assert await store.get(caller("a")) is first
+
+
+async def test_memory_holds_at_most_the_configured_catalogs():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock, catalog_memory_entries=3)
+    for token in "abcde":
+        await store.get(caller(token))
+    assert len(store) == 3
+    lists = transport.lists
+    await store.get(caller("e"))  # recent: still there
+    assert transport.lists == lists
+    await store.get(caller("a"))  # evicted first: listed again
+    assert transport.lists == lists + 1
