@@ -24,26 +24,35 @@ class Tool:
 
     @property
     def title(self) -> str:
-        annotations = self.definition.get("annotations") or {}
-        return self.definition.get("title") or annotations.get("title") or ""
+        title = self.definition.get("title") or _annotations(self.definition).get("title")
+        return title if isinstance(title, str) else ""
 
 
-def is_read_only(definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> bool:
+def _annotations(definition: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The upstream's annotations, or none when it sent something that is not an object."""
+    annotations = definition.get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
+
+
+def is_read_only(
+    definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()
+) -> bool:
     """Read-only only when the upstream says so (readOnlyHint: true), unless the operator overrides."""
     name = definition.get("name")
     if name in set(write_tools):
         return False
     if name in set(read_tools):
         return True
-    annotations = definition.get("annotations") or {}
-    return annotations.get("readOnlyHint") is True
+    return _annotations(definition).get("readOnlyHint") is True
 
 
-def make_tool(definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> Tool:
+def make_tool(
+    definition: Mapping[str, Any], write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()
+) -> Tool:
     schema = definition.get("inputSchema")
     return Tool(
         name=str(definition["name"]),
-        description=str(definition.get("description") or ""),
+        description=definition["description"] if isinstance(definition.get("description"), str) else "",
         input_schema=schema if isinstance(schema, Mapping) else {"type": "object"},
         read_only=is_read_only(definition, write_tools, read_tools),
         definition=definition,
@@ -92,7 +101,9 @@ class Catalog:
         return cls(tools=tuple(tools), instructions=instructions, fetched_at=fetched_at)
 
     @classmethod
-    def from_json(cls, data: bytes, write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()) -> Catalog:
+    def from_json(
+        cls, data: bytes, write_tools: Iterable[str] = (), read_tools: Iterable[str] = ()
+    ) -> Catalog:
         """Raises ValueError on anything that is not a catalog this version wrote."""
         try:
             obj = json.loads(data)

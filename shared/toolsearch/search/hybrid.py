@@ -41,9 +41,12 @@ def fuse(lexical: list[Hit], semantic: list[Hit], limit: int, fusion: Fusion = D
                 scores[hit.position] = scores.get(hit.position, 0.0) + 1.0 / (fusion.rrf_k + rank)
     else:
         if lexical:
-            best = max(hit.score for hit in lexical) or 1.0
+            # BM25 can score below zero in tiny catalogs (rank-bm25's idf): scale from min(0, worst).
+            best, low = max(hit.score for hit in lexical), min(0.0, min(hit.score for hit in lexical))
+            span = best - low
             for hit in lexical:
-                scores[hit.position] = fusion.lexical_weight * hit.score / best
+                scaled = (hit.score - low) / span if span > 0 else 1.0
+                scores[hit.position] = fusion.lexical_weight * scaled
         if semantic:
             top, floor = semantic[0].score, semantic[-1].score
             span = (top - floor) or 1.0
