@@ -28,6 +28,7 @@ import json
 import math
 import re
 import struct
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ BUNDLED_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "model"
 LAMBDA_MODEL_DIR = Path("/opt/model")
 DEFAULT_MAX_LENGTH = 512
 _CHARS_PER_TOKEN_GUARD = 16
+_TOKENS_PER_BLOCK = 4096
 
 SAFETENSORS_DTYPES: dict[str, np.dtype] = {
     "F64": np.dtype("<f8"),
@@ -186,21 +188,24 @@ class StaticEmbedder:
         if not texts:
             return out
         ids = self.token_ids(texts)
-        lengths = np.fromiter((len(i) for i in ids), np.int64, len(ids))
-        present = np.flatnonzero(lengths)
-        if present.size == 0:
-            return out
-        flat = np.fromiter((t for i in ids for t in i), np.int64, int(lengths.sum()))
-        rows = flat if self.mapping is None else self.mapping[flat]
-        vectors = self.embeddings[rows].astype(np.float32)
-        if self.weights is not None:
-            vectors *= self.weights[flat][:, None]
-        starts = np.concatenate(([0], np.cumsum(lengths[present])[:-1]))
-        sums = np.add.reduceat(vectors, starts, axis=0)
-        means = sums / lengths[present][:, None]
-        norms = np.linalg.norm(means, axis=1, keepdims=True)
-        out[present] = means / np.where(norms > 0, norms, 1.0)
-        return out
+        # Texts with the same number of tokens pool as one (texts, tokens, dim) block, a few
+        # thousand tokens at a time so the gathered rows stay small.
+        by_length: dict[int, list[int]] = defaultdict(list)
+        for position, token_list in enumerate(ids):
+            if token_list:
+                by_length[len(token_list)].append(position)
+        for length, members in by_length.items():
+            step = max(1, _TOKENS_PER_BLOCK // length)
+            for first in range(0, len(members), step):
+                chunk = members[first : first + step]
+                token_matrix = np.array([ids[m] for m in chunk], np.int64)
+                rows = token_matrix if self.mapping is None else self.mapping[token_matrix]
+                vectors = self.embeddings[rows].astype(np.float32)
+                if self.weights is not None:
+                    vectors *= self.weights[token_matrix][..., None]
+                out[chunk] = vectors.mean(axis=1)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
 
 
 class Model2VecEmbedder:
