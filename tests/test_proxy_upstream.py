@@ -153,3 +153,25 @@ async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):  # noq
             assert names[-1] == "echo" and names.count("search_tools") == 1 and "nope" not in names
             result = await client.call_tool("echo", {"message": "pinned"})
             assert result.structured_content == {"message": "pinned"}
+
+
+async def test_server_everything_behind_the_proxy(everything_url):
+    """A third-party upstream (the reference TypeScript server, handshake era, sessions)."""
+    proxy = build_proxy(Settings(upstream=everything_url, embedder="none"))
+    with serve_in_thread(proxy.app) as base:
+        for mode in ("2026-07-28", "legacy"):
+            async with connect(base + "/mcp", None, mode) as client:
+                found = await client.call_tool("search_tools", {"query": "add two numbers", "limit": 3})
+                assert found.structured_content["tools"][0]["name"] == "get-sum"
+                summed = await client.call_tool(
+                    "call_read_tool", {"name": "get-sum", "arguments": {"a": 2, "b": 3}}
+                )
+                assert not summed.is_error and "5" in summed.content[0].text
+                images = await client.call_tool("call_read_tool", {"name": "get-tiny-image"})
+                assert any(block.type == "image" for block in images.content)  # content passes through
+                wrong = await client.call_tool(
+                    "call_read_tool", {"name": "get-sum", "arguments": {"a": "two"}}
+                )
+                assert wrong.is_error and wrong.structured_content["error"]["kind"] == "invalid_arguments"
+                refused = await client.call_tool("call_read_tool", {"name": "toggle-simulated-logging"})
+                assert refused.is_error and "call_write_tool" in refused.content[0].text
