@@ -598,3 +598,36 @@ def test_error_to_data_is_structured():
         "retryAfterSeconds": 2.0,
     }
     assert isinstance(Listing(tools=[], instructions="", dropped=[]), Listing)
+
+
+async def test_session_id_that_is_not_visible_ascii_is_refused(scripted):
+    def script(body: dict, headers: dict) -> tuple[int, dict[str, str], bytes]:
+        if body["method"] == "initialize":
+            status, out, payload = answer(body, {"protocolVersion": "2025-11-25", "capabilities": {}})
+            return status, {**out, "mcp-session-id": "two words"}, payload
+        return 400, {}, b"Bad Request"  # a legacy refusal of the modern request
+
+    app, url = scripted(script)
+    upstream = Upstream(url, FAST)
+    with pytest.raises(UpstreamError) as caught:
+        await upstream.call_tool(ALICE, tool("a"), {})
+    assert caught.value.kind == "bad_response" and "session id" in caught.value.message
+    assert app.methods() == ["tools/call", "initialize"]
+    await upstream.aclose()
+
+
+async def test_cookies_from_one_answer_never_ride_on_the_next_request(scripted):
+    seen: list[dict] = []
+
+    def script(body: dict, headers: dict) -> tuple[int, dict[str, str], bytes]:
+        seen.append(headers)
+        status, out, payload = answer(body, {"content": []})
+        return status, {**out, "set-cookie": "session=alice-secret; Path=/"}, payload
+
+    _app, url = scripted(script)
+    upstream = Upstream(url, FAST)
+    upstream.era = "modern"
+    await upstream.call_tool(ALICE, tool("a"), {})
+    await upstream.call_tool(BOB, tool("a"), {})
+    assert len(seen) == 2 and "cookie" not in seen[1]
+    await upstream.aclose()

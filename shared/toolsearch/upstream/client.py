@@ -308,8 +308,11 @@ class Upstream:
         if version not in LEGACY_VERSIONS:
             raise UpstreamError("bad_response", f"the upstream answered initialize with version {version!r}")
         instructions = result.get("instructions")
+        session_id = reply.headers.get("mcp-session-id") or None
+        if session_id is not None and not all("!" <= c <= "~" for c in session_id):
+            raise UpstreamError("bad_response", "the upstream minted a session id that is not visible ASCII")
         session = LegacySession(
-            session_id=reply.headers.get("mcp-session-id") or None,
+            session_id=session_id,
             protocol_version=version,
             instructions=instructions if isinstance(instructions, str) else "",
         )
