@@ -225,6 +225,12 @@ class ToolService:
                     "upstream_invalid_params",
                 )
             return error_result(exc.kind, exc.message, tool=name, **_upstream_details(exc)), exc.kind
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            # Multi round-trip requests (elicitation, sampling) can't be relayed through a tool call.
+            message = (
+                f"{name} asked for input from the user, which this proxy cannot relay; it did not finish."
+            )
+            return error_result("input_required", message, tool=name), "input_required"
         if not isinstance(result, dict):
             return error_result(
                 "bad_response", f"The upstream gave {name} a result that is not an object."
