@@ -197,3 +197,14 @@ def test_model_dir_resolution_order(tmp_path, monkeypatch):
     make_model(layer)
     assert resolve_model_dir("") == layer
     assert resolve_model_dir(str(tmp_path / "mine")) == tmp_path / "mine"
+
+
+def test_prepare_command_reports_energy_and_writes_the_folder(model_dir, tmp_path, capsys):
+    from toolsearch.model.prepare import main
+
+    main([str(model_dir), str(tmp_path / "cli"), "--int8", "--dims", "8"])
+
+    printed = capsys.readouterr().out
+    assert "dims  truncate  pca" in printed
+    assert read_manifest(tmp_path / "cli")["prepared"] == {"quantize": "int8", "dims": 8}
+    assert load_embedder(tmp_path / "cli").dim == 8

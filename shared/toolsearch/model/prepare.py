@@ -169,3 +169,46 @@ def prepare_model(
         },
     )
     return out
+
+
+def energy_report(model_dir: str | Path, dims: tuple[int, ...] = (4, 8, 32, 64, 128, 192)) -> str:
+    """How much of the matrix's energy the leading columns keep, as they are and after PCA."""
+    path = Path(model_dir) / "model.safetensors"
+    tensors = read_safetensors_header(path)
+    embeddings = read_tensor(path, tensors["embeddings"]).astype(np.float32, copy=False)
+    if "weights" in tensors and "mapping" not in tensors:
+        embeddings = embeddings * read_tensor(path, tensors["weights"]).astype(np.float32)[:, None]
+    by_column = np.cumsum(energy_by_column(embeddings))
+    values, _ = principal_axes(embeddings)
+    by_axis = np.cumsum(values) / values.sum()
+    lines = [f"{path}: {embeddings.shape[0]} x {embeddings.shape[1]}", "dims  truncate  pca"]
+    for d in (d for d in dims if d < embeddings.shape[1]):
+        lines.append(f"{d:4d}  {by_column[d - 1]:8.4f}  {by_axis[d - 1]:.4f}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """python -m toolsearch.model.prepare SOURCE [OUT] [--int8] [--dims N] [--dims-method pca|truncate]"""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m toolsearch.model.prepare", description=main.__doc__)
+    parser.add_argument("source", type=Path)
+    parser.add_argument("out", type=Path, nargs="?", help="omit to only print the energy report")
+    parser.add_argument("--int8", action="store_true")
+    parser.add_argument("--dims", type=int)
+    parser.add_argument("--dims-method", choices=("pca", "truncate"), default="pca")
+    args = parser.parse_args(argv)
+    print(energy_report(args.source))
+    if args.out:
+        prepare_model(
+            args.source,
+            args.out,
+            quantize="int8" if args.int8 else None,
+            dims=args.dims,
+            dims_method=args.dims_method,
+        )
+        print(json.dumps(read_manifest(args.out), indent=2))
+
+
+if __name__ == "__main__":
+    main()
