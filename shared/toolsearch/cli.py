@@ -76,6 +76,27 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch_model(args: argparse.Namespace) -> int:
+    from .model.fetch import ModelFetchError, fetch_model
+
+    config = settings_module.from_env()
+    try:
+        folder = fetch_model(
+            args.model_dir,
+            endpoint=args.hub_endpoint or config.hub_endpoint,
+            revision=args.revision,
+            quantize="int8" if args.int8 else None,
+            dims=args.dims,
+            update_lock=args.update_lock,
+            progress=not args.no_progress,
+        )
+    except ModelFetchError as exc:
+        print(f"toolsearch fetch-model: {exc}", file=sys.stderr)
+        return 1
+    print(f"model ready in {folder}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="toolsearch",
@@ -102,6 +123,24 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", metavar="PATH", help="Also write the figures as JSON.")
     settings_module.add_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
+
+
+    fetch = commands.add_parser(
+        "fetch-model",
+        help="Download potion-multilingual-128M at the pinned revision, verify it, prepare it for Lambda.",
+    )
+    fetch.add_argument("--model-dir", required=True, help="Folder to write the model into.")
+    fetch.add_argument(
+        "--hub-endpoint", help="Hugging Face hub endpoint (default: the hub_endpoint setting)."
+    )
+    fetch.add_argument("--revision", help="Model revision (default: the one pinned in the lock file).")
+    fetch.add_argument("--int8", action="store_true", help="Quantize to int8 (128 MB instead of 512 MB).")
+    fetch.add_argument("--dims", type=int, help="Keep this many dimensions (PCA).")
+    fetch.add_argument(
+        "--update-lock", action="store_true", help="Record the verified digests in the lock file."
+    )
+    fetch.add_argument("--no-progress", action="store_true", help="No progress bar.")
+    fetch.set_defaults(run=_fetch_model)
 
     docs = commands.add_parser("docs", help="Write docs/configuration.md from the settings' definitions.")
     docs.add_argument("--output", default=str(DOCS_PATH))
