@@ -7,6 +7,7 @@ SAM CLI venv exists (.cache/sam-venv; CI does not install it by default).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -102,6 +103,24 @@ def test_function_url_defaults_to_no_auth_with_iam_as_the_choice(template, funct
     assert parameter["AllowedValues"] == ["NONE", "AWS_IAM"]
 
 
+def test_a_public_function_url_has_both_invoke_permissions_on_the_alias(template):
+    # SAM adds them only for a literal AuthType NONE; ours is a parameter, so the template has them.
+    resources = template["Resources"]
+    assert template["Conditions"]["PublicFunctionUrl"] == {
+        "Fn::Equals": [{"Ref": "FunctionUrlAuthType"}, "NONE"]
+    }
+    url = resources["FunctionUrlPublicInvokeUrl"]
+    invoke = resources["FunctionUrlPublicInvokeFunction"]
+    for permission in (url, invoke):
+        assert permission["Condition"] == "PublicFunctionUrl"
+        assert permission["Properties"]["FunctionName"] == {"Ref": "ProxyFunction.Alias"}
+        assert permission["Properties"]["Principal"] == "*"
+    assert url["Properties"]["Action"] == "lambda:InvokeFunctionUrl"
+    assert url["Properties"]["FunctionUrlAuthType"] == "NONE"
+    assert invoke["Properties"]["Action"] == "lambda:InvokeFunction"
+    assert invoke["Properties"]["InvokedViaFunctionUrl"] is True
+
+
 def test_http_api_routes_mcp_and_the_well_known_metadata(function):
     routes = {
         (e["Properties"]["Method"], e["Properties"]["Path"])
@@ -177,13 +196,50 @@ def test_lambda_requirements_follow_the_project_minus_what_lambda_does_not_run()
 
 
 def test_every_event_file_is_json_with_a_post_to_mcp():
-    import json
-
     for path in sorted((ROOT / "events").glob("*.json")):
         evt = json.loads(path.read_text(encoding="utf-8"))
         method = evt.get("httpMethod") or evt["requestContext"]["http"]["method"]
         assert method == "POST", path.name
         assert evt.get("rawPath", evt.get("path")) == "/mcp", path.name
+
+
+TRANSLATE = """
+import json, sys
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+template = yaml_parse(open(sys.argv[1]).read())
+template["Resources"]["ProxyFunction"]["Properties"]["CodeUri"] = "s3://bucket/function.zip"
+template["Resources"]["ModelLayer"]["Properties"]["ContentUri"] = "s3://bucket/layer.zip"
+print(json.dumps(transform(template, {}, NoManagedPolicies())))
+"""
+
+
+@pytest.mark.skipif(not SAM.exists(), reason="SAM CLI not installed in .cache/sam-venv")
+def test_sam_translates_to_a_url_and_api_on_the_live_alias():
+    env = dict(os.environ, AWS_DEFAULT_REGION="us-east-1")
+    done = subprocess.run(
+        [str(SAM.parent / "python"), "-c", TRANSLATE, str(TEMPLATE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    resources = json.loads(done.stdout)["Resources"]
+    types = {name: r["Type"] for name, r in resources.items()}
+    assert types["ProxyFunctionUrl"] == "AWS::Lambda::Url"
+    assert types["ProxyFunctionAliaslive"] == "AWS::Lambda::Alias"
+    assert types["ServerlessHttpApi"] == "AWS::ApiGatewayV2::Api"
+    assert resources["ProxyFunctionUrl"]["Properties"]["TargetFunctionArn"] == {
+        "Ref": "ProxyFunctionAliaslive"
+    }
+    for name in ("FunctionUrlPublicInvokeUrl", "FunctionUrlPublicInvokeFunction"):
+        assert resources[name]["Properties"]["FunctionName"] == {"Ref": "ProxyFunctionAliaslive"}
 
 
 @pytest.mark.skipif(not SAM.exists(), reason="SAM CLI not installed in .cache/sam-venv")
