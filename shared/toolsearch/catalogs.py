@@ -84,6 +84,7 @@ class CatalogStore:
         self._on_event = on_event or (lambda name: None)
         self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
+        self._forced: set[str] = set()  # keys whose next load skips the shared tier
         self._holder = uuid.uuid4().hex  # names this process when it holds a refresh lease
 
     def __len__(self) -> int:
@@ -106,9 +107,27 @@ class CatalogStore:
                 return entry
         return await self._single_flight(caller, background=False)
 
+    def cached(self, key: str) -> IndexedCatalog | None:
+        """The catalog held in memory for a key, if any, without loading or touching its age."""
+        return self._memory.get(key)
+
     def invalidate(self, key: str) -> None:
-        """Forget a caller's catalog here, so the next request lists the upstream again."""
+        """Forget a caller's catalog, so the next request lists the upstream again.
+
+        The shared tier is skipped on that next load too: it may hold the same outdated list.
+        """
         self._memory.pop(key, None)
+        self._forced.add(key)
+
+    async def refresh(self, caller: Caller) -> IndexedCatalog:
+        """List the upstream again now, whatever the age of the cached catalog; store the result."""
+        self.invalidate(caller.key)
+        running = self._loading.get(caller.key)
+        if running is not None:
+            # A load that started before this refresh may have read the old catalog: wait, then list.
+            await asyncio.wait([running])  # not gather: cancelling this refresh must not cancel it
+            self._forced.add(caller.key)
+        return await self._single_flight(caller, background=False)
 
     def _refresh_in_background(self, caller: Caller) -> None:
         if caller.key in self._loading:
@@ -128,9 +147,11 @@ class CatalogStore:
 
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
         started = time.perf_counter()
-        entry = None if background else await self._from_shared(caller.key)
+        forced = caller.key in self._forced
+        entry = None if background or forced else await self._from_shared(caller.key)
         if entry is None:
             entry = await self._from_upstream(caller, background)
+        self._forced.discard(caller.key)  # only once listed: a failed listing leaves it forced
         self._remember(caller.key, entry)
         logger.info(
             "catalog loaded",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -213,6 +214,18 @@ class ToolService:
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
+            if exc.kind == "rpc_error" and says_unknown_tool(exc.message, name):
+                # The catalog is out of date: the next request lists the upstream again.
+                self.catalogs.invalidate(caller.key)
+                return (
+                    error_result(
+                        "unknown_tool",
+                        f"The upstream no longer has {name} ({exc.message}). The tool list is being"
+                        " refreshed: find the right tool again with search_tools.",
+                        tool=name,
+                    ),
+                    "upstream_unknown_tool",
+                )
             if exc.kind == "rpc_error" and exc.code == -32602:
                 # The upstream found the arguments invalid, or no longer knows the tool: list again soon.
                 self.catalogs.invalidate(caller.key)
@@ -235,6 +248,10 @@ class ToolService:
             return error_result(
                 "bad_response", f"The upstream gave {name} a result that is not an object."
             ), "bad_response"
+        if result.get("isError") and says_unknown_tool(_first_text(result), name):
+            # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
+            self.catalogs.invalidate(caller.key)
+            return result, "upstream_unknown_tool"
         result = limit_result(result, self.settings.max_result_bytes)
         return result, "error" if result.get("isError") else "ok"
 
@@ -261,6 +278,23 @@ class ToolService:
             if not result.get("content") and "structuredContent" in result:
                 content.append(structured_result(result["structuredContent"])["content"][0])
         return {"content": content, "isError": all(result.get("isError") for result in results)}
+
+
+def says_unknown_tool(text: str, name: str) -> bool:
+    """Whether an upstream's error text says it has no tool of that name (wordings of common SDKs)."""
+    lowered = text[:500].lower()
+    if "unknown tool" in lowered or "no such tool" in lowered:
+        return True
+    pattern = rf"tool\W+{re.escape(name.lower())}\W+(?:was\s+|is\s+)?not\s+found"
+    return re.search(pattern, lowered) is not None
+
+
+def _first_text(result: Mapping[str, Any]) -> str:
+    content = result.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        text = content[0].get("text")
+        return text if isinstance(text, str) else ""
+    return ""
 
 
 def _upstream_details(exc: UpstreamError) -> dict[str, Any]:
