@@ -21,6 +21,7 @@ from .catalogs import CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
 from .endpoint import SERVER_INFO, McpEndpoint
 from .oauth import WELL_KNOWN, ProtectedResource
+from .review import CatalogReview, RefreshLimiter
 from .search.index import make_indexer
 from .service import ToolService
 from .settings import Settings
@@ -42,6 +43,7 @@ class Proxy:
     telemetry: Telemetry
     embedder: Any
     app: Starlette
+    review: CatalogReview | None = None
 
 
 def build_proxy(
@@ -69,6 +71,8 @@ def build_proxy(
     service = ToolService(settings, catalogs, upstream.call_tool)
     oauth = ProtectedResource(settings, upstream_url, upstream.http)
     endpoint = McpEndpoint(settings, service, upstream_url, telemetry, oauth)
+    limiter = RefreshLimiter(settings.catalog_refresh_interval, shared=shared)
+    review = CatalogReview(settings, catalogs, upstream_url, oauth, telemetry, limiter)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse(
@@ -81,10 +85,12 @@ def build_proxy(
             Route("/mcp", endpoint.not_allowed, methods=["GET", "DELETE", "PUT", "PATCH"]),
             Route(WELL_KNOWN, endpoint.protected_resource_metadata, methods=["GET"]),
             Route(WELL_KNOWN + "/mcp", endpoint.protected_resource_metadata, methods=["GET"]),
+            Route("/catalog", review.page, methods=["GET"]),
+            Route("/catalog/refresh", review.refresh, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
         ]
     )
-    return Proxy(settings, upstream, catalogs, service, endpoint, telemetry, embedder, app)
+    return Proxy(settings, upstream, catalogs, service, endpoint, telemetry, embedder, app, review)
 
 
 def create_app(settings: Settings, **kwargs: Any) -> Starlette:

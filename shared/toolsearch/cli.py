@@ -1,4 +1,4 @@
-"""The `toolsearch` command: serve, docs, eval, fetch-model."""
+"""The `toolsearch` command: serve, catalog, docs, eval, fetch-model."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from . import settings as settings_module
+from .review_cli import add_catalog_arguments, run_catalog
 
 DOCS_PATH = Path("docs/configuration.md")
 
@@ -124,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
     settings_module.add_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
 
+    catalog = commands.add_parser(
+        "catalog",
+        help="List the tools a running proxy offers your token (GET /catalog), or refresh them.",
+    )
+    add_catalog_arguments(catalog)
+    catalog.set_defaults(run=run_catalog)
 
     fetch = commands.add_parser(
         "fetch-model",

@@ -63,13 +63,21 @@ class Settings:
     catalog_ttl: float = _setting(
         600.0,
         "Seconds a caller's catalog is fresh; after that it is listed again in the background "
-        "while the old one is still served.",
+        "while the old one is still served. New upstream tools show up within this time; "
+        "`toolsearch catalog --refresh` (POST /catalog/refresh) lists a caller's catalog at once.",
         "Catalog",
         metavar="SECONDS",
     )
     catalog_max_age: float = _setting(
         3600.0,
         "Seconds after which a stale catalog is no longer served while it is being refreshed.",
+        "Catalog",
+        metavar="SECONDS",
+    )
+    catalog_refresh_interval: float = _setting(
+        5.0,
+        "Fewest seconds between two on-demand refreshes (POST /catalog/refresh) of one caller's "
+        "catalog, so the endpoint cannot be used to hammer the upstream.",
         "Catalog",
         metavar="SECONDS",
     )

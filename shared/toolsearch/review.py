@@ -1,0 +1,236 @@
+"""The catalog for a person to review: `GET /catalog` (paged) and `POST /catalog/refresh`.
+
+Both know the caller exactly as the MCP endpoint does, by their Authorization
+header, and read the same catalog store: a reviewer sees what their own token
+sees, nothing more, and needs no admin credential (the proxy has none). A 401
+or 403 from the upstream comes back with the same challenge as on /mcp.
+
+A refresh lists the caller's catalog from the upstream at once, so new tools
+appear without waiting out `catalog_ttl`. It is limited to one per
+`catalog_refresh_interval` seconds per caller: in memory, and across Lambda
+execution environments through the shared tier's lease when there is one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+import hashlib
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from .catalog import Catalog, Tool
+from .catalogs import Caller, CatalogStore, SharedTier, caller_key
+from .oauth import ProtectedResource
+from .service import short_description
+from .settings import Settings
+from .telemetry import Telemetry
+from .upstream import UpstreamError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PAGE = 100
+MAX_PAGE = 500
+_NO_STORE = {"Cache-Control": "private, no-store"}
+
+
+class RefreshLimiter:
+    """At most one refresh per `interval` seconds per caller key."""
+
+    def __init__(
+        self,
+        interval: float,
+        shared: SharedTier | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 4096,
+    ) -> None:
+        self.interval = interval
+        self._shared = shared
+        self._clock = clock
+        self._max_keys = max_keys
+        self._last: dict[str, float] = {}
+
+    async def wait_for(self, key: str) -> float:
+        """0 when `key` may refresh now (and the refresh is counted), else the seconds left to wait."""
+        if self.interval <= 0:
+            return 0.0
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.interval:
+            return self.interval - (now - last)
+        if self._shared is not None:
+            # A lease nobody releases: whoever takes it first refreshes; it lapses after the interval.
+            gate = hashlib.sha256(f"refresh\n{key}".encode()).hexdigest()
+            if not await self._shared.try_lease(gate, uuid.uuid4().hex, self.interval):
+                return self.interval
+        self._remember(key, now)
+        return 0.0
+
+    def _remember(self, key: str, now: float) -> None:
+        self._last[key] = now
+        if len(self._last) > self._max_keys:
+            self._last = {k: t for k, t in self._last.items() if now - t < self.interval}
+
+
+class ReviewError(Exception):
+    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers or {}
+
+
+def encode_cursor(name: str) -> str:
+    return base64.urlsafe_b64encode(name.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> str:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise ReviewError(400, "invalid_arguments", "cursor is not one this endpoint gave") from exc
+
+
+def page_of(catalog: Catalog, cursor: str | None, limit: int) -> tuple[list[Tool], str | None]:
+    """The tools after the cursor's name, in name order, and the cursor of the next page.
+
+    A cursor names the last tool shown rather than a position, so a page stays right when the
+    catalog is refreshed between two requests (tools are sorted by name).
+    """
+    names = [tool.name for tool in catalog.tools]
+    start = 0 if cursor is None else bisect.bisect_right(names, decode_cursor(cursor))
+    page = list(catalog.tools[start : start + limit])
+    more = start + limit < len(catalog.tools)
+    return page, encode_cursor(page[-1].name) if more and page else None
+
+
+def tool_row(tool: Tool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "readOnly": tool.read_only,
+        "title": tool.title,
+        "description": short_description(tool.description),
+    }
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return DEFAULT_PAGE
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise ReviewError(400, "invalid_arguments", f"limit must be a whole number from 1 to {MAX_PAGE}")
+    return int(raw)
+
+
+def _iso(unix: float) -> str:
+    return datetime.fromtimestamp(unix, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class CatalogReview:
+    def __init__(
+        self,
+        settings: Settings,
+        catalogs: CatalogStore,
+        upstream_url: str,
+        oauth: ProtectedResource,
+        telemetry: Telemetry,
+        limiter: RefreshLimiter,
+    ) -> None:
+        self.settings = settings
+        self.catalogs = catalogs
+        self.upstream_url = upstream_url
+        self.oauth = oauth
+        self.telemetry = telemetry
+        self.limiter = limiter
+        self._origins = {origin.rstrip("/") for origin in settings.allowed_origins}
+
+    async def page(self, request: Request) -> JSONResponse:
+        async def run(caller: Caller) -> dict[str, Any]:
+            limit = _limit(request.query_params.get("limit"))
+            cursor = request.query_params.get("cursor") or None
+            catalog = (await self.catalogs.get(caller)).catalog
+            page, next_cursor = page_of(catalog, cursor, limit)
+            body: dict[str, Any] = {
+                "tools": [tool_row(tool) for tool in page],
+                "total": len(catalog),
+                "fetchedAt": _iso(catalog.fetched_at),
+            }
+            if next_cursor:
+                body["nextCursor"] = next_cursor
+            return body
+
+        return await self._answer(request, "catalog_review", run)
+
+    async def refresh(self, request: Request) -> JSONResponse:
+        async def run(caller: Caller) -> dict[str, Any]:
+            wait = await self.limiter.wait_for(caller.key)
+            if wait > 0:
+                seconds = max(1, math.ceil(wait))
+                raise ReviewError(
+                    429,
+                    "rate_limited",
+                    f"This catalog was refreshed moments ago; try again in {seconds} s.",
+                    {"Retry-After": str(seconds)},
+                )
+            before = self.catalogs.cached(caller.key)
+            catalog = (await self.catalogs.refresh(caller)).catalog
+            body: dict[str, Any] = {
+                "refreshed": True,
+                "total": len(catalog),
+                "fetchedAt": _iso(catalog.fetched_at),
+            }
+            if before is not None:
+                old, new = set(before.catalog.by_name), set(catalog.by_name)
+                body["added"] = sorted(new - old)
+                body["removed"] = sorted(old - new)
+            return body
+
+        return await self._answer(request, "catalog_refresh", run)
+
+    async def _answer(self, request: Request, metric: str, run: Callable[[Caller], Any]) -> JSONResponse:
+        started = time.perf_counter()
+        outcome = "ok"
+        try:
+            self._check_origin(request)
+            authorization = request.headers.get("authorization")
+            caller = Caller(authorization, caller_key(self.upstream_url, authorization))
+            try:
+                body = await run(caller)
+            except UpstreamError as exc:
+                raise self._upstream_error(request, exc) from exc
+            return JSONResponse(body, headers=_NO_STORE)
+        except ReviewError as error:
+            outcome = error.kind
+            return JSONResponse(
+                {"error": {"kind": error.kind, "message": error.message}},
+                status_code=error.status,
+                headers={**_NO_STORE, **error.headers},
+            )
+        finally:
+            elapsed = round((time.perf_counter() - started) * 1000, 1)
+            self.telemetry.count(metric, outcome=outcome)
+            logger.info(metric.replace("_", " "), extra={"outcome": outcome, "ms": elapsed})
+
+    def _check_origin(self, request: Request) -> None:
+        # The same rule as /mcp: a browser page from another origin gets nothing.
+        origin = request.headers.get("origin")
+        if origin is None or "*" in self._origins or origin.rstrip("/") in self._origins:
+            return
+        raise ReviewError(403, "origin_not_allowed", "Origin not allowed")
+
+    def _upstream_error(self, request: Request, exc: UpstreamError) -> ReviewError:
+        if exc.kind in ("unauthorized", "forbidden"):
+            status = exc.status if exc.status in (401, 403) else (401 if exc.kind == "unauthorized" else 403)
+            challenge = self.oauth.challenge(request, exc.www_authenticate)
+            message = (
+                "The upstream requires authorization" if status == 401 else "The upstream refused this caller"
+            )
+            return ReviewError(status, exc.kind, message, {"WWW-Authenticate": challenge})
+        return ReviewError(502, exc.kind, f"The upstream could not list tools: {exc.message}")
