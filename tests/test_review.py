@@ -1,9 +1,10 @@
 """Reviewing and refreshing a caller's catalog: GET /catalog, POST /catalog/refresh, stale tools.
 
-Upstreams are real: the SDK fixture upstream (per-token catalogs, 401/403), the
-faulty fixture upstream (tools a test adds and removes; -32602 for an unknown
-tool) and an `MCPServer` from the official SDK whose tools the test changes
-(it reports an unknown tool as a tool error, not -32602).
+Upstreams are real servers on loopback built with the official SDK: the fixture
+upstream (per-token catalogs, 401/403), an `MCPServer` whose tools a test adds
+and removes (it reports an unknown tool as a tool error), and a low-level
+`Server` with a changeable list (it answers an unknown tool with -32602 in the
+TypeScript SDK's words).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from collections.abc import Iterator
 import httpx
 import mcp_types as types
 import pytest
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
 
-from fixtures.faulty_upstream import running_faulty, tool
 from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (pytest fixture)
 from fixtures.sdk_upstream import serve_in_thread as serve_with_lifespan
 from fixtures.servers import serve_in_thread
@@ -247,20 +249,51 @@ async def test_tool_error_saying_unknown_tool_makes_the_catalog_list_again():
             assert await names(http, base, "alice") == {"weekly_report"}  # listed again, no refresh
 
 
+@contextlib.contextmanager
+def listed_upstream(tools: list[str]) -> Iterator[str]:
+    """A low-level SDK server listing `tools` (the test changes the list); unknown names are -32602."""
+    schema = {"type": "object", "properties": {}}
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        listed = [{"name": n, "inputSchema": schema, "annotations": {"readOnlyHint": True}} for n in tools]
+        return types.ListToolsResult(tools=[types.Tool.model_validate(t) for t in listed])
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in tools:
+            raise MCPError(-32602, f"Tool {params.name} not found")
+        return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
+
+    server = Server(
+        "listed-upstream",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=lambda name: schema if name in tools else None,
+    )
+    app = server.streamable_http_app(
+        stateless_http=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    thread = serve_with_lifespan(app)
+    try:
+        yield thread.base_url + "/mcp"
+    finally:
+        thread.stop()
+
+
 async def test_invalid_params_saying_unknown_tool_is_reported_as_unknown_and_relisted():
-    with running_faulty(users={"t-alice": "alice"}) as faulty, proxy_for(faulty.url) as base:
-        faulty.upstream.extra_tools.append(tool("billing_get_invoice"))
+    tools = ["billing_get_invoice", "billing_list_invoices"]
+    with listed_upstream(tools) as url, proxy_for(url) as base:
         async with httpx.AsyncClient(timeout=30) as http:
-            assert "billing_get_invoice" in await names(http, base, "t-alice")
-            faulty.upstream.extra_tools.clear()
+            assert await names(http, base, "alice") == set(tools)
+            tools.remove("billing_get_invoice")
             called = await http.post(
                 base + "/mcp",
-                **_with(bearer("t-alice"), call("call_read_tool", {"name": "billing_get_invoice"})),
+                **_with(bearer("alice"), call("call_read_tool", {"name": "billing_get_invoice"})),
             )
             error = called.json()["result"]["structuredContent"]["error"]
             assert error["kind"] == "unknown_tool"
             assert "search_tools" in error["message"]
-            assert "billing_get_invoice" not in await names(http, base, "t-alice")
+            assert await names(http, base, "alice") == {"billing_list_invoices"}
 
 
 # -- with the shared (DynamoDB) tier: what one environment refreshes, the others see
