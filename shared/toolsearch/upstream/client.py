@@ -114,8 +114,17 @@ class Upstream:
 
     async def list_tools(self, authorization: str | None) -> Listing:
         started = time.monotonic()
+        limit = self._settings.upstream_timeout
+        # One deadline for the whole listing: every page, retry and backoff wait fits inside it.
+        deadline = asyncio.get_running_loop().time() + limit
         try:
-            instructions, pages = await self._list(authorization)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    instructions, pages = await self._list(authorization, deadline)
+            except TimeoutError:
+                raise UpstreamError(
+                    "timeout", f"the upstream did not list its tools within {limit:g} s"
+                ) from None
         except UpstreamError as exc:
             log.info("upstream tools/list failed: %s status=%s code=%s", exc.kind, exc.status, exc.code)
             raise
@@ -160,20 +169,20 @@ class Upstream:
 
     # -- listing
 
-    async def _list(self, authorization: str | None) -> tuple[str, list[list[Any]]]:
+    async def _list(self, authorization: str | None, deadline: float) -> tuple[str, list[list[Any]]]:
         discover: asyncio.Task[str] | None = None
         if self.era is None:
             try:
-                instructions = await self._retrying(lambda: self._discover(authorization))
+                instructions = await self._retrying(lambda: self._discover(authorization), deadline)
             except _LegacyUpstream:
                 instructions = None
         elif self.era == "modern":
-            discover = asyncio.create_task(self._retrying(lambda: self._discover(authorization)))
+            discover = asyncio.create_task(self._retrying(lambda: self._discover(authorization), deadline))
             instructions = None
         else:
             instructions = None
         try:
-            pages = await self._pages(authorization)
+            pages = await self._pages(authorization, deadline)
             if discover is not None:
                 try:
                     instructions = await discover
@@ -200,14 +209,14 @@ class Upstream:
         instructions = result.get("instructions")
         return instructions if isinstance(instructions, str) else ""
 
-    async def _pages(self, authorization: str | None) -> list[list[Any]]:
+    async def _pages(self, authorization: str | None, deadline: float) -> list[list[Any]]:
         pages: list[list[Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(max(1, self._settings.max_list_pages)):
             params = {"cursor": cursor} if cursor is not None else {}
             result = await self._retrying(
-                lambda p=params: self._deadline(self._rpc(authorization, "tools/list", p, {}))
+                lambda p=params: self._deadline(self._rpc(authorization, "tools/list", p, {})), deadline
             )
             tools = result.get("tools")
             if not isinstance(tools, list):
@@ -224,7 +233,7 @@ class Upstream:
         log.warning("upstream tools/list has more than %d pages; keeping the first ones", len(pages))
         return pages
 
-    async def _retrying(self, attempt: Any) -> Any:
+    async def _retrying(self, attempt: Any, deadline: float) -> Any:
         retries = max(0, self._settings.list_retries)
         for n in itertools.count():
             try:
@@ -235,6 +244,8 @@ class Upstream:
                 delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n))  # full jitter
                 if exc.retry_after is not None:
                     delay = max(delay, exc.retry_after)
+                if asyncio.get_running_loop().time() + delay >= deadline:
+                    raise  # the wait alone would pass the deadline: this error says more than a timeout
                 log.info("upstream listing %s; retry %d in %.2f s", exc.kind, n + 1, delay)
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
