@@ -205,3 +205,24 @@ async def test_instructions_are_cut_with_a_note():
     assert "a" * 20 in text and "a" * 21 not in text
     assert "cut here, at 20 of 50 characters" in text
     assert compose_instructions("short", limit=20).endswith("short")
+
+
+@pytest.mark.parametrize(
+    ("host", "origin", "status"),
+    [
+        ("127.0.0.1:8931", "http://127.0.0.1:8931", 200),
+        ("localhost:8931", "http://localhost:8931", 200),
+        ("[::1]:8931", "http://[::1]:8931", 200),
+        ("127.0.0.1:8931", "http://127.0.0.1:9999", 403),  # another local port is another origin
+        ("127.0.0.1:8931", "http://localhost:8931", 403),
+        ("evil.example:8931", "http://evil.example:8931", 403),  # DNS rebinding: same-host, not loopback
+        ("127.0.0.1:8931", "null", 403),
+    ],
+)
+async def test_a_loopback_server_accepts_its_own_origin_only(client, host, origin, status):
+    for request in (modern("server/discover"), legacy("ping")):
+        request["headers"].update({"Host": host, "Origin": origin})
+        reply = await client.post("/mcp", **request)
+        assert reply.status_code == status
+        if status == 403:
+            assert reply.json()["error"]["code"] == -32600
