@@ -73,8 +73,13 @@ class HybridIndex:
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
         depth = max(limit, CANDIDATES)
         lexical = self.lexical.search(queries, depth)
-        # Every query of the call embedded in one batch.
-        vectors = self.embedder.encode(list(queries)) if queries else np.zeros((0, 1), np.float32)
+        # Each query embedded on its own: the tokenizer's batch call hands even five short queries to
+        # a thread pool, which cost milliseconds on a busy or throttled CPU (docs/benchmarks.md).
+        vectors = (
+            np.vstack([self.embedder.encode([query]) for query in queries])
+            if queries
+            else np.zeros((0, 1), np.float32)
+        )
         all_scores = self.semantic.scores(vectors)
         results = []
         for row, lexical_hits in enumerate(lexical):
