@@ -35,6 +35,7 @@ INSTANCES = (
     *("eu", "acme", "us", "globex", "staging", "initech", "apac", "umbrella", "prod", "hooli"),
     *("dev", "stark", "lab", "wayne", "emea", "tyrell", "latam", "cyberdyne", "sandbox", "wonka"),
 )
+BLAS_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 PACKAGES = ("numpy", "rank-bm25", "model2vec", "starlette", "httpx", "uvicorn", "tiktoken", "tokenizers")
 
 
@@ -53,13 +54,15 @@ def method_line(sizes: Sequence[int] = (), **extra: Any) -> dict[str, Any]:
         "machine": f"{platform.machine()} {_cpu_name()} x{os.cpu_count()}, {_memory_gib():.0f} GiB",
         "python": platform.python_version(),
         "packages": versions,
-        "env": {k: os.environ.get(k, "unset") for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+        "env": {k: os.environ.get(k, "unset") for k in BLAS_ENV},
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "sizes": list(sizes),
         **extra,
     }
     packages = " ".join(f"{k}={v}" for k, v in versions.items() if v)
     env = " ".join(f"{k}={v}" for k, v in info["env"].items())
-    print(f"# method: {info['machine']}; Python {info['python']}; {packages}; {env}")
+    load = "/".join(f"{x:g}" for x in info["load_average"])
+    print(f"# method: {info['machine']}, load {load}; Python {info['python']}; {packages}; {env}")
     if sizes:
         print(f"# sizes: {', '.join(f'{s:,}' for s in sizes)}")
     for key, value in extra.items():
