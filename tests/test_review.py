@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 
 import httpx
@@ -372,3 +373,14 @@ def test_token_header_keeps_a_scheme_it_already_has():
     assert authorization(None, {"TOOLSEARCH_TOKEN": "Bearer abc"}) == "Bearer abc"
     assert authorization(None, {}) is None
     assert base_url("http://127.0.0.1:8080/mcp/") == "http://127.0.0.1:8080"
+
+
+async def test_review_logs_and_metrics_hold_no_token(proxy_base, caplog):
+    secret = "s3cr3t-review-T0KEN"
+    with caplog.at_level(logging.DEBUG):
+        async with httpx.AsyncClient(timeout=30) as http:
+            await http.get(proxy_base + "/catalog", headers=bearer(secret))
+            await http.post(proxy_base + "/catalog/refresh", headers=bearer(secret))
+    lines = [record.getMessage() + repr(record.__dict__) for record in caplog.records]
+    assert any("catalog review" in line for line in lines), "nothing logged: the test would prove nothing"
+    assert not [line for line in lines if secret in line]
