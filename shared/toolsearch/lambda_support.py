@@ -120,6 +120,10 @@ def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
     """
     if not settings.dynamodb_table:
         return None
+    # boto3 (in the Lambda runtime) takes over half a second to import: pay it at init rather
+    # than in the first request, so SnapStart or provisioned concurrency can hold it too.
+    import boto3  # noqa: F401
+
     from .cache.dynamo import DynamoCatalogStore
 
     count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
