@@ -16,7 +16,7 @@ def make_indexer(
     embedder: Any = None, *, cache: VectorCache | None = None, fusion: Fusion = DEFAULT_FUSION
 ) -> Callable[[Catalog], SearchIndex]:
     """An indexer for catalogs; with an embedder, tool vectors are shared through one cache."""
-    cache = cache or VectorCache()
+    cache = cache if cache is not None else VectorCache()  # an empty cache is falsy (len 0)
 
     def index(catalog: Catalog) -> SearchIndex:
         lexical = build_lexical_index(catalog.tools)
