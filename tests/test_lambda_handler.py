@@ -188,6 +188,14 @@ def test_a_wrong_method_on_mcp_is_a_405_not_a_crash(shared_handler):
     assert reply["error"]["code"] == -32600
 
 
+@pytest.mark.parametrize("evt", [{}, {"source": "aws.events", "detail-type": "Scheduled Event"}])
+def test_an_event_that_is_not_http_gets_a_clear_error_not_a_crash(shared_handler, evt):
+    response = shared_handler.handler(evt, FakeContext())
+
+    assert response["statusCode"] == 400
+    assert "not an HTTP event" in response["error"]
+
+
 def test_warm_invocations_reuse_the_proxy_and_its_catalog(load_handler):
     module = load_handler()
     proxy = module.proxy

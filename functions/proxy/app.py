@@ -20,7 +20,7 @@ from aws_lambda_powertools import Logger  # noqa: E402
 from mangum import Mangum  # noqa: E402
 
 from toolsearch.app import build_proxy  # noqa: E402
-from toolsearch.lambda_support import EmfMetrics, InvocationLoop, catalog_tier  # noqa: E402
+from toolsearch.lambda_support import EmfMetrics, InvocationLoop, catalog_tier, is_http_event  # noqa: E402
 from toolsearch.logs import configure_logging  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
@@ -62,5 +62,11 @@ def handler(event: dict, context: object) -> dict:
     loop.make_current()
     try:
         return adapter(event, context)
+    except RuntimeError:
+        if is_http_event(adapter, event, context):
+            raise
+        # A direct invoke or a test event from the console: say so instead of a stack trace.
+        logger.warning("not an HTTP event: expected API Gateway or a function URL")
+        return {"statusCode": 400, "error": "not an HTTP event: expected API Gateway or a function URL"}
     finally:
         metrics.flush()

@@ -113,6 +113,15 @@ class EmfMetrics:
         return documents
 
 
+def is_http_event(adapter: Any, event: Any, context: Any) -> bool:
+    """True when Mangum knows the event's shape (API Gateway v1/v2, function URL, ALB)."""
+    try:
+        adapter.infer(event, context)
+    except Exception:
+        return False
+    return True
+
+
 def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
     """The DynamoDB tier when `dynamodb_table` is set, else None (memory only).
 
