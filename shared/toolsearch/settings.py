@@ -30,7 +30,7 @@ class Settings:
     # -- upstream
     upstream: str = _setting(
         "",
-        "URL of the upstream MCP server (streamable HTTP). Empty with `serve` runs the built-in demo upstream.",
+        "URL of the upstream MCP server (streamable HTTP). Empty: `serve` runs the built-in demo upstream.",
         "Upstream",
         metavar="URL",
     )
@@ -174,9 +174,7 @@ class Settings:
         "Server",
         metavar="URLS",
     )
-    log_level: str = _setting(
-        "INFO", "Log level.", "Server", choices=("DEBUG", "INFO", "WARNING", "ERROR")
-    )
+    log_level: str = _setting("INFO", "Log level.", "Server", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
@@ -251,9 +249,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
-    overrides = {
-        f.name: getattr(args, f.name) for f in fields() if getattr(args, f.name, None) is not None
-    }
+    overrides = {f.name: getattr(args, f.name) for f in fields() if getattr(args, f.name, None) is not None}
     return from_env(environ, **overrides)
 
 
@@ -273,7 +269,8 @@ def render_markdown() -> str:
     for f in fields():
         group = f.metadata["group"]
         if group != current:
-            lines += [f"## {group}", "", "| Flag | Environment variable | Default | Meaning |", "|---|---|---|---|"]
+            lines += [f"## {group}", "", "| Flag | Environment variable | Default | Meaning |"]
+            lines.append("|---|---|---|---|")
             current = group
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         if isinstance(default, list):
