@@ -136,7 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         "fetch-model",
         help="Download potion-multilingual-128M at the pinned revision, verify it, prepare it for Lambda.",
     )
-    fetch.add_argument("--model-dir", required=True, help="Folder to write the model into.")
+    fetch.add_argument(
+        "--model-dir",
+        default="model",
+        help="Folder to write the model into (default ./model, as the layer expects).",
+    )
     fetch.add_argument(
         "--hub-endpoint", help="Hugging Face hub endpoint (default: the hub_endpoint setting)."
     )
