@@ -274,6 +274,18 @@ async def test_call_read_tools_isolates_a_hanging_a_huge_and_a_failing_call(faul
     assert result["isError"] is False  # one good answer among them
 
 
+async def test_call_read_tools_of_many_large_results_fits_one_response(faulty):
+    faulty.upstream.fault("huge_tool", Fault.huge(3_000_000))
+    calls = [{"name": "huge_tool"}] * 4  # 12 MB together, each under max_result_bytes alone
+    async with proxy_client(settings(faulty.url, max_result_bytes=5_000_000)) as client:
+        reply = await client.post("/mcp", **call("call_read_tools", {"calls": calls}))
+    assert reply.status_code == 200
+    assert len(reply.content) < LAMBDA_RESPONSE_LIMIT
+    texts = [block["text"] for block in reply.json()["result"]["content"]]
+    assert sum("it was cut" in text for text in texts) == 4  # each one says it was cut
+    assert [t for t in texts if t.endswith("huge_tool: ok")] == [f"[{n}] huge_tool: ok" for n in range(1, 5)]
+
+
 async def test_a_hanging_call_does_not_hold_up_other_callers(faulty):
     faulty.upstream.fault("slow_tool", Fault.hang())
     config = settings(faulty.url, upstream_timeout=20)

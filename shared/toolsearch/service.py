@@ -164,10 +164,12 @@ class ToolService:
     # -- calls
 
     async def call_tool(
-        self, caller: Caller, name: str, arguments: Any, *, read_only: bool
+        self, caller: Caller, name: str, arguments: Any, *, read_only: bool, max_bytes: int | None = None
     ) -> dict[str, Any]:
+        """One upstream call; its result is cut to `max_bytes` (default max_result_bytes), with a note."""
         started = time.perf_counter()
-        result, outcome = await self._call_tool(caller, name, arguments, read_only)
+        limit = max_bytes or self.settings.max_result_bytes
+        result, outcome = await self._call_tool(caller, name, arguments, read_only, limit)
         # A name the catalog lacks is whatever the model wrote: it stays out of the log.
         logged_name = "(unknown)" if outcome == "unknown_tool" else name
         logger.info(
@@ -181,7 +183,7 @@ class ToolService:
         return result
 
     async def _call_tool(
-        self, caller: Caller, name: str, arguments: Any, read_only: bool
+        self, caller: Caller, name: str, arguments: Any, read_only: bool, max_bytes: int
     ) -> tuple[dict[str, Any], str]:
         entry = await self._catalog(caller)
         tool = entry.catalog.get(name)
@@ -251,18 +253,23 @@ class ToolService:
         if result.get("isError") and says_unknown_tool(_first_text(result), name):
             # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
             self.catalogs.invalidate(caller.key)
-            return result, "upstream_unknown_tool"
-        result = limit_result(result, self.settings.max_result_bytes)
+            return limit_result(result, max_bytes), "upstream_unknown_tool"
+        result = limit_result(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
 
     async def call_read_tools(self, caller: Caller, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self.settings.upstream_timeout + 1.0
+        # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share.
+        share = max(1, self.settings.max_result_bytes // max(1, len(calls)))
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:
             try:
                 return await asyncio.wait_for(
-                    self.call_tool(caller, call["name"], call.get("arguments"), read_only=True), deadline
+                    self.call_tool(
+                        caller, call["name"], call.get("arguments"), read_only=True, max_bytes=share
+                    ),
+                    deadline,
                 )
             except TimeoutError:
                 return error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
