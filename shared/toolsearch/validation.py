@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -81,17 +82,47 @@ def closest_names(name: str, names: Iterable[str], n: int = 3) -> list[str]:
     return close[:n]
 
 
+def _folded(name: str) -> str:
+    return re.sub(r"[\s_.\-/]+", "_", name.strip().lower())
+
+
+def edit_distance(a: str, b: str, bound: int = 3) -> int:
+    """Levenshtein distance with adjacent swaps (a typo's usual shapes), stopping past `bound`."""
+    if abs(len(a) - len(b)) > bound:
+        return bound + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, start=1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > bound:
+            return bound + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
 def clear_typo_of(name: str, names: Iterable[str]) -> str | None:
-    """The one tool `name` is clearly a misspelling of, or None when it is not clear."""
+    """The one tool `name` is clearly a misspelling of, or None when it is not clear.
+
+    Clear means: the same name but for case or separators, or one or two slips of the keyboard
+    (two only in a long name) with no other tool as close. A different word is not a typo:
+    `github_get_issue` is not `github_create_issue`, whatever their overall likeness.
+    """
     names = list(names)
-    lowered = [candidate for candidate in names if candidate.lower() == name.lower()]
-    if len(lowered) == 1:
-        return lowered[0]
-    # get_close_matches filters cheaply before scoring, so this stays fast on 10,000 names.
-    close = difflib.get_close_matches(name, names, n=2, cutoff=0.85)
-    if not close:
+    folded = _folded(name)
+    same = [candidate for candidate in names if _folded(candidate) == folded]
+    if len(same) == 1:
+        return same[0]
+    allowed = 1 if len(folded) < 10 else 2
+    # get_close_matches filters cheaply first, so this stays fast on 10,000 names.
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.7)
+    distances = sorted((edit_distance(folded, _folded(c), allowed), c) for c in close)
+    if not distances or distances[0][0] > allowed:
         return None
-    scored = [(difflib.SequenceMatcher(None, name, candidate).ratio(), candidate) for candidate in close]
-    if len(scored) > 1 and scored[1][0] > scored[0][0] - 0.05:
-        return None  # two tools are about as close: not clear which was meant
-    return scored[0][1]
+    if len(distances) > 1 and distances[1][0] == distances[0][0]:
+        return None  # two tools are as close: not clear which was meant
+    return distances[0][1]
