@@ -226,3 +226,68 @@ async def test_a_loopback_server_accepts_its_own_origin_only(client, host, origi
         assert reply.status_code == status
         if status == 403:
             assert reply.json()["error"]["code"] == -32600
+
+
+@pytest.fixture
+async def pinned_route_query(sdk_upstream):
+    """The proxy with the upstream's `route_query` pinned: x-mcp-header on region and shard."""
+    settings = Settings(upstream=sdk_upstream.url, embedder="none", pinned_tools=["route_query"])
+    proxy = build_proxy(settings)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=proxy.app),
+        base_url="http://testserver",
+        headers={"Authorization": "Bearer frank"},
+    ) as c:
+        yield c
+
+
+def _route_query(arguments, param_headers):
+    request = call("route_query", {"query": "q", **arguments})
+    request["headers"].update(param_headers)
+    return request
+
+
+@pytest.mark.parametrize(
+    ("arguments", "param_headers"),
+    [
+        ({"region": "eu-north", "shard": 3}, {"Mcp-Param-Region": "eu-north", "mcp-param-shard": "3"}),
+        ({"region": "eu-north", "shard": 3}, {"Mcp-Param-Region": " eu-north ", "Mcp-Param-Shard": "3.0"}),
+        ({"region": "Vilnius ąž"}, {"Mcp-Param-Region": b64_sentinel("Vilnius ąž")}),
+        ({"region": "=?base64?eu"}, {"Mcp-Param-Region": "=?base64?eu"}),  # no suffix: a literal
+    ],
+)
+async def test_pinned_tool_param_headers_that_match_the_body_are_accepted(
+    pinned_route_query, arguments, param_headers
+):
+    reply = await pinned_route_query.post("/mcp", **_route_query(arguments, param_headers))
+    assert reply.status_code == 200
+    assert reply.json()["result"]["isError"] is False
+
+
+@pytest.mark.parametrize(
+    ("arguments", "param_headers"),
+    [
+        ({"region": "eu-north"}, {}),  # the value is in the body, the header is missing
+        ({"region": "eu-north"}, {"Mcp-Param-Region": "us-east"}),
+        ({"region": "eu-north", "shard": 3}, {"Mcp-Param-Region": "eu-north", "Mcp-Param-Shard": "4"}),
+        ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="}),  # bad Base64 padding
+        ({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}),
+        ({"region": "eu-north"}, {"Mcp-Param-Region": "eu-north", "Mcp-Param-Shard": "3"}),  # no shard
+    ],
+)
+async def test_pinned_tool_param_headers_that_differ_from_the_body_are_a_mismatch(
+    pinned_route_query, arguments, param_headers
+):
+    reply = await pinned_route_query.post("/mcp", **_route_query(arguments, param_headers))
+    assert reply.status_code == 400
+    assert reply.json()["error"]["code"] == -32020
+
+
+async def test_param_headers_are_checked_only_where_a_listed_tool_declares_them(pinned_route_query):
+    # A legacy-era call has no request-metadata headers to check.
+    legacy_call = legacy("tools/call", {"name": "route_query", "arguments": {"region": "eu", "query": "q"}})
+    assert (await pinned_route_query.post("/mcp", **legacy_call)).json()["result"]["isError"] is False
+    # The proxy's own tools declare no x-mcp-header: a stray Mcp-Param header is not ours to judge.
+    request = call("search_tools", {"query": "route a query"})
+    request["headers"]["Mcp-Param-Region"] = "anything"
+    assert (await pinned_route_query.post("/mcp", **request)).status_code == 200

@@ -28,6 +28,7 @@ from .settings import Settings
 from .telemetry import Telemetry
 from .tooldefs import GUIDANCE
 from .upstream import UpstreamError
+from .upstream import headers as mcp_headers
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ class McpEndpoint:
         if modern:
             if env.method not in MODERN_METHODS:
                 raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}", http_status=404)
-            result = await self._run(env, caller)
+            result = await self._run(env, caller, request.headers)
             result.setdefault("resultType", "complete")
             result.setdefault("_meta", {})[P.META_SERVER_INFO] = SERVER_INFO
             return result
@@ -155,7 +156,9 @@ class McpEndpoint:
             return {}
         return await self._run(env, caller)
 
-    async def _run(self, env: Envelope, caller: Caller) -> dict[str, Any]:
+    async def _run(
+        self, env: Envelope, caller: Caller, modern_headers: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
         if env.method == "server/discover":
             return {
                 "supportedVersions": list(P.SUPPORTED_VERSIONS),
@@ -170,7 +173,7 @@ class McpEndpoint:
                 "ttlMs": int(self.settings.catalog_ttl * 1000),
                 "cacheScope": "private",
             }
-        return await self._call_tool(env, caller)
+        return await self._call_tool(env, caller, modern_headers)
 
     async def _initialize(self, env: Envelope, caller: Caller) -> dict[str, Any]:
         asked = env.params.get("protocolVersion")
@@ -192,7 +195,9 @@ class McpEndpoint:
             upstream = ""
         return compose_instructions(upstream, self.settings.max_instructions)
 
-    async def _call_tool(self, env: Envelope, caller: Caller) -> dict[str, Any]:
+    async def _call_tool(
+        self, env: Envelope, caller: Caller, modern_headers: Mapping[str, str] | None
+    ) -> dict[str, Any]:
         name = env.params.get("name")
         arguments = env.params.get("arguments", {})
         if not isinstance(name, str) or not name:
@@ -203,7 +208,7 @@ class McpEndpoint:
             raise P.RpcError(P.INVALID_PARAMS, "params.arguments must be an object")
         if not self.service.has_tool(name):
             if name in self._pinned:
-                return await self._call_pinned(caller, name, arguments)
+                return await self._call_pinned(caller, name, arguments, modern_headers)
             raise P.RpcError(
                 P.INVALID_PARAMS,
                 f"Unknown tool: {name}. This server has: "
@@ -235,10 +240,22 @@ class McpEndpoint:
             return []
         return [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
 
-    async def _call_pinned(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _call_pinned(
+        self,
+        caller: Caller,
+        name: str,
+        arguments: dict[str, Any],
+        modern_headers: Mapping[str, str] | None,
+    ) -> dict[str, Any]:
         catalog = (await self.service.catalogs.get(caller)).catalog
         if name not in catalog.by_name:
             raise P.RpcError(P.INVALID_PARAMS, f"Unknown tool: {name}")
+        if modern_headers is not None:
+            # We list this tool as the upstream defines it, x-mcp-header and all, so we are the
+            # server that must check the Mcp-Param-* headers a client mirrors from its arguments.
+            _check_param_headers(
+                catalog.by_name[name].definition.get("inputSchema"), arguments, modern_headers
+            )
         # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
         result = await self.service.call_tool(caller, name, arguments, read_only=False)
         self.telemetry.count("tool_call", tool="pinned", outcome="error" if result.get("isError") else "ok")
@@ -343,6 +360,39 @@ def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, An
         raise P.RpcError(
             P.INVALID_PARAMS, f"_meta[{P.META_CLIENT_CAPABILITIES!r}] is required", http_status=400
         )
+
+
+def _check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapping[str, str]) -> None:
+    """Each `Mcp-Param-*` header the tool declares must carry, decoded, the body's value."""
+    try:
+        params = mcp_headers.header_params(schema)
+    except mcp_headers.InvalidHeaderAnnotation:
+        return  # such a tool is never listed; the upstream call reports it
+    for param in params:
+        field = mcp_headers.PARAM_PREFIX + param.header
+        mirrored = mcp_headers.mirror((param,), arguments).get(field)
+        expected = P.decode_header_value(mirrored) if mirrored is not None else None
+        raw = headers.get(field)
+        if raw is None:
+            if expected is not None:
+                raise _mismatch(f"the {field} header is missing")
+            continue
+        received = P.decode_header_value(raw.strip(" \t"))
+        if received is None:
+            raise _mismatch(f"the {field} header is malformed")
+        if expected is None or not _same_value(param.type, received, expected):
+            raise _mismatch(f"{field} does not match the body's {'.'.join(param.path)}")
+
+
+def _same_value(kind: str, received: str, expected: str) -> bool:
+    if received == expected:
+        return True
+    if kind != "integer":
+        return False
+    try:  # integers compare as numbers: 42.0 is 42
+        return float(received) == float(expected)
+    except ValueError:
+        return False
 
 
 def _mismatch(detail: str) -> P.RpcError:
