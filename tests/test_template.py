@@ -121,7 +121,7 @@ def test_a_public_function_url_has_both_invoke_permissions_on_the_alias(template
     assert invoke["Properties"]["InvokedViaFunctionUrl"] is True
 
 
-def test_http_api_routes_mcp_and_the_well_known_metadata(function):
+def test_http_api_routes_mcp_the_well_known_metadata_and_the_catalog(function):
     routes = {
         (e["Properties"]["Method"], e["Properties"]["Path"])
         for e in function["Properties"]["Events"].values()
@@ -132,6 +132,8 @@ def test_http_api_routes_mcp_and_the_well_known_metadata(function):
         ("GET", "/mcp"),
         ("DELETE", "/mcp"),
         ("GET", "/.well-known/{proxy+}"),
+        ("GET", "/catalog"),
+        ("POST", "/catalog/refresh"),
     }
 
 
