@@ -39,7 +39,8 @@ class Settings:
     )
     upstream_timeout: float = _setting(
         30.0,
-        "Deadline in seconds for one upstream request (a tool call or one page of tools/list).",
+        "Deadline in seconds for one upstream tool call, and for listing a caller's tools (every "
+        "page, retry and backoff wait of tools/list together).",
         "Upstream",
         metavar="SECONDS",
     )
