@@ -88,6 +88,9 @@ suite() { "$NODE" "$SUITE" server "$@" >>"$OUT/suite.log" 2>&1 || true; }
 for revision in 2026-07-28 2025-11-25; do
     suite --url "$DIRECT" --requirements "$revision" -o "$OUT/direct-$revision"
 done
+for scenario in sep-2640-skills-directory sep-2640-skills-enumeration sep-2640-skills-manifest; do
+    suite --url "$DIRECT" --scenario "$scenario" -o "$OUT/direct-2026-07-28"  # in no requirement set
+done
 for version in 2025-06-18 2025-03-26; do  # older handshake versions: the scenarios that still apply
     for scenario in server-initialize ping tools-list dns-rebinding-protection server-session-lifecycle; do
         suite --url "$DIRECT" --scenario "$scenario" --spec-version "$version" --force -o "$OUT/direct-$version"

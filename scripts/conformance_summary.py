@@ -69,6 +69,9 @@ for _name in (
 ):
     NOT_APPLICABLE[f"tasks-{_name}"] = "tasks extension (SEP-2663): not offered; optional by definition"
 
+for _name in ("directory", "enumeration", "manifest"):
+    NOT_APPLICABLE[f"sep-2640-skills-{_name}"] = "skills extension (SEP-2640): not declared, so all skip"
+
 # Scenarios that only the leg without the suite's fixture tools cannot run.
 DIRECT_ONLY_NOT_APPLICABLE = {
     "tools-call-simple-text": NO_FIXTURE_TOOLS,
