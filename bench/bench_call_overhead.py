@@ -35,8 +35,7 @@ TARGET_MS = 2.0
 
 
 def _serve_forever(app: Any, port: int) -> None:
-    """uvicorn in this process's main thread: served from a side thread, as the test fixtures
-    do, every request here took ~45 ms more (measured; see docs/benchmarks.md)."""
+    """uvicorn in this process's main thread: each server has a process (and a GIL) of its own."""
     import uvicorn
 
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")

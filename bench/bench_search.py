@@ -183,6 +183,7 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--model", type=Path, help=f"model2vec folder for hybrid (default {MODEL_DIR})")
+    parser.add_argument("--label", help="the model's name in the plot's title")
     parser.add_argument("--lexical-only", action="store_true")
     parser.add_argument("--rounds", type=int, default=3, help="times the question set is asked per size")
     parser.add_argument("--json")
@@ -216,7 +217,7 @@ def main() -> None:
             grown[f"{mode}_{per_call}"] = steps = growth(chosen, "tool_p50_ms")
             print_growth(f"tool p50, {mode}, {per_call} per call", steps)
     if args.plot:
-        plot(rows, args.plot, "" if embedder is None else f" ({folder.name})")
+        plot(rows, args.plot, "" if embedder is None else f" (hybrid: {args.label or folder.name})")
     write_json(args.json, method, {"rows": rows, "targets": verdicts, "growth": grown})
 
 
