@@ -163,12 +163,106 @@ def measure(calls: int) -> dict[str, Any]:
     }
 
 
+async def _cpu_per_call(action: Any, calls: int) -> float:
+    for _ in range(30):
+        await action()
+    start = time.process_time()
+    for _ in range(calls):
+        await action()
+    return (time.process_time() - start) / calls * 1e3
+
+
+async def _breakdown_layers(upstream_url: str, calls: int) -> dict[str, float]:
+    """CPU milliseconds per call of each layer, in this process, against the upstream process."""
+    import json
+    import logging
+
+    import httpcore
+
+    from mcp_wire import legacy, modern
+    from toolsearch.app import build_proxy
+    from toolsearch.catalogs import Caller, caller_key
+    from toolsearch.settings import Settings
+
+    logging.disable(logging.INFO)
+    proxy = build_proxy(Settings(upstream=upstream_url, embedder="none"))
+    caller = Caller(TOKEN, caller_key(upstream_url, TOKEN))
+    arguments = {"name": "echo", "arguments": {"message": "hi"}}
+    echo = modern("tools/call", {"name": "echo", "arguments": {"message": "hi"}})
+    raw_headers = [(k.encode(), v.encode()) for k, v in echo["headers"].items()]
+    raw_headers += [(b"Authorization", TOKEN.encode()), (b"Content-Type", b"application/json")]
+    raw_body = json.dumps(echo["json"]).encode()
+    transport = httpx.ASGITransport(app=proxy.app)
+    async with (
+        httpx.AsyncClient(
+            transport=transport, base_url="http://proxy", headers={"Authorization": TOKEN}
+        ) as app,
+        httpx.AsyncClient(headers={"Authorization": TOKEN}) as client,
+        httpcore.AsyncConnectionPool() as pool,
+    ):
+
+        async def whole() -> None:
+            reply = await app.post(
+                "/mcp", **modern("tools/call", {"name": "call_read_tool", "arguments": arguments})
+            )
+            if reply.status_code != 200 or reply.json()["result"].get("isError"):
+                raise SystemExit(f"call_read_tool failed: {reply.text[:300]}")
+
+        async def ping() -> None:
+            await app.post("/mcp", **legacy("ping"))
+
+        async def service() -> None:
+            await proxy.service.call(caller, "call_read_tool", arguments)
+
+        async def upstream_client() -> None:
+            await proxy.upstream.call_tool(TOKEN, {"name": "echo", "inputSchema": {}}, {"message": "hi"})
+
+        async def bare_httpx() -> None:
+            await client.post(upstream_url, **echo)
+
+        async def bare_httpcore() -> None:
+            await pool.request("POST", upstream_url, headers=raw_headers, content=raw_body)
+
+        return {
+            "app_whole_call_read_tool": await _cpu_per_call(whole, calls),
+            "app_ping_no_upstream": await _cpu_per_call(ping, calls),
+            "service_call_read_tool": await _cpu_per_call(service, calls),
+            "upstream_client_call_tool": await _cpu_per_call(upstream_client, calls),
+            "bare_httpx_post": await _cpu_per_call(bare_httpx, calls),
+            "bare_httpcore_request": await _cpu_per_call(bare_httpcore, calls),
+        }
+
+
+def breakdown(calls: int) -> dict[str, float]:
+    """Where the proxy's CPU goes: each layer timed alone, in process, the upstream in its own."""
+    add_tests_to_path()
+    import asyncio
+
+    from fixtures.servers import free_port
+
+    port = free_port()
+    upstream_url = f"http://127.0.0.1:{port}/mcp"
+    upstream = multiprocessing.get_context("spawn").Process(
+        target=_upstream_process, args=(port,), daemon=True
+    )
+    upstream.start()
+    try:
+        _wait_until_serving(upstream_url)
+        return asyncio.run(_breakdown_layers(upstream_url, calls))
+    finally:
+        upstream.terminate()
+        upstream.join(timeout=15)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--calls", type=int, default=1000, help="calls on each path")
     parser.add_argument("--json")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also time each layer's CPU per call, in process"
+    )
     args = parser.parse_args()
     method = method_line(
         (),
@@ -191,6 +285,11 @@ def main() -> None:
     met = result["added_p50_ms"] < TARGET_MS
     print(f"target: under {TARGET_MS:g} ms p50 added: {'met' if met else 'MISSED'}")
     result["target_met"] = met
+    if args.breakdown:
+        result["cpu_ms_per_call"] = layers = breakdown(min(args.calls, 400))
+        print("CPU per call, each layer alone (in process; the upstream in its own process):")
+        for name, ms in layers.items():
+            print(f"  {name:<28} {ms:6.3f} ms")
     write_json(args.json, method, result)
 
 
