@@ -120,6 +120,7 @@ async def test_connect_timeout_is_bounded_by_the_listing_deadline():
         (Fault.sse_unfinished(), "bad_response"),
         (Fault.drop(), "bad_response"),
         (Fault.huge(8_000_000), "too_large"),
+        (Fault.nan(), "bad_response"),  # NaN is not JSON: passed on, it could not be answered
     ],
 )
 async def test_a_failing_call_is_a_structured_error_within_the_deadline_and_not_retried(faulty, fault, kind):

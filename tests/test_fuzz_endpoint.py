@@ -110,7 +110,7 @@ def post(http: httpx.Client, content: bytes, headers: dict[str, Any] | None = No
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
     lambda children: (
         st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
     ),
@@ -149,6 +149,17 @@ def test_invalid_utf8_inside_a_request(http, prefix, suffix):
     )
     message = check_answer(post(http, body))
     assert message["error"]["code"] in (P.PARSE_ERROR, P.INVALID_REQUEST, P.INVALID_PARAMS, P.HEADER_MISMATCH)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json(http, upstream, constant):
+    since = len(upstream.upstream.requests)
+    request = valid_request("call_read_tool", {"name": "notes_search", "arguments": {"x": 0}})
+    body = json.dumps(request["json"]).replace('"x": 0', f'"x": {constant}').encode()
+    reply = post(http, body, request["headers"])
+    assert reply.status_code == 400
+    assert check_answer(reply)["error"]["code"] == P.PARSE_ERROR
+    assert new_calls(upstream, since) == []
 
 
 @pytest.mark.parametrize("depth", [50, 1_000, 100_000])
@@ -301,6 +312,9 @@ def test_arguments_that_do_not_fit_never_reach_the_upstream(http, upstream, tool
     request = valid_request("call_read_tool", {"name": tool, "arguments": arguments})
     message = check_answer(post(http, json.dumps(request["json"]).encode(), request["headers"]))
     calls = new_calls(upstream, since)
+    if "error" in message:  # refused before any tool ran (NaN and Infinity are not JSON)
+        assert calls == []
+        return
     fits = isinstance(arguments, dict) and jsonschema.Draft202012Validator(SCHEMAS[tool]).is_valid(arguments)
     if not fits:
         assert calls == [], f"{arguments!r} reached the upstream"

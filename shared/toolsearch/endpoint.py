@@ -282,10 +282,15 @@ def compose_instructions(upstream: str, limit: int) -> str:
     return f"{GUIDANCE}\n\nThe upstream server's own instructions follow.\n\n{upstream}"
 
 
+def _not_json(constant: str) -> Any:
+    # Python reads NaN and Infinity, which JSON lacks; passed on, they could not be answered (500).
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _parse(body: bytes) -> Any:
     try:
-        return json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        return json.loads(body, parse_constant=_not_json)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError among them
         raise P.RpcError(P.PARSE_ERROR, "Parse error: the body is not JSON", http_status=400) from exc
 
 

@@ -111,9 +111,14 @@ async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> di
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
 
 
+def _not_json(constant: str) -> Any:
+    # NaN and Infinity are not JSON; a result holding them could not be passed on.
+    raise ValueError(f"{constant} is not JSON")
+
+
 def _json_object(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
