@@ -22,6 +22,7 @@ from .demo import DEMO_URL, demo_app
 from .endpoint import SERVER_INFO, McpEndpoint
 from .oauth import WELL_KNOWN, ProtectedResource
 from .review import CatalogReview, RefreshLimiter
+from .search.hybrid import Fusion
 from .search.index import make_indexer
 from .service import ToolService
 from .settings import Settings
@@ -64,7 +65,7 @@ def build_proxy(
     catalogs = CatalogStore(
         settings,
         upstream.list_tools,
-        make_indexer(embedder),
+        make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight)),
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )

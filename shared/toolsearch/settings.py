@@ -133,6 +133,13 @@ class Settings:
         "Search",
         choices=("auto", "model2vec", "none"),
     )
+    lexical_weight: float = _setting(
+        0.8,
+        "Share of BM25 in hybrid ranking (0 to 1; the embedding gets the rest). The default is measured "
+        "for the bundled development model; measure yours with `toolsearch eval --fusion all`.",
+        "Search",
+        metavar="WEIGHT",
+    )
     model_dir: str = _setting(
         "",
         "Folder of a model2vec model. Empty: the Lambda layer's /opt/model if present, else the "

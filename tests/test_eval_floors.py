@@ -1,0 +1,56 @@
+"""Ranking is held to the evaluation set's figures: a change that lowers them fails here.
+
+Floors are the figures measured with `toolsearch eval` (bundled development model) less about one
+question's worth (1/252 = 0.4 points), so a change that loses even two questions fails. Raise them
+when ranking improves.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from toolsearch import evaluation
+from toolsearch.search.embedder import load_configured_embedder
+from toolsearch.settings import Settings
+
+FLOORS = {
+    # (search, language): (recall@1, recall@5, recall@10, MRR)
+    ("lexical", "en"): (0.218, 0.397, 0.480, 0.292),
+    ("lexical", "lt"): (0.044, 0.151, 0.179, 0.088),
+    ("hybrid", "en"): (0.222, 0.409, 0.508, 0.300),
+    ("hybrid", "lt"): (0.059, 0.163, 0.210, 0.105),
+}
+
+
+@pytest.fixture(scope="module")
+def figures():
+    embedder = load_configured_embedder(Settings(embedder="model2vec"))
+    results = evaluation.evaluate(embedder)
+    return {(f.search, f.language): f for f in results}
+
+
+def test_the_set_is_big_enough_to_mean_something():
+    questions = evaluation.load_questions()
+    catalog = evaluation.evaluation_catalog()
+    assert len(catalog) >= 500 and len(questions) >= 200
+    assert len({tool.name.split("_")[0] for tool in catalog.tools}) >= 25  # servers across many domains
+    assert all({"en", "lt"} <= set(q.text) for q in questions)
+    names = set(catalog.by_name)
+    assert all(set(q.tools) <= names for q in questions)
+
+
+@pytest.mark.parametrize("key", sorted(FLOORS))
+def test_figures_hold_their_floors(figures, key):
+    got = figures[key]
+    r1, r5, r10, mrr = FLOORS[key]
+    assert got.recall_at_1 >= r1
+    assert got.recall_at_5 >= r5
+    assert got.recall_at_10 >= r10
+    assert got.mrr >= mrr
+
+
+@pytest.mark.parametrize("language", ["en", "lt"])
+def test_hybrid_is_never_worse_than_words_alone(figures, language):
+    lexical, hybrid = figures[("lexical", language)], figures[("hybrid", language)]
+    assert hybrid.recall_at_5 >= lexical.recall_at_5
+    assert hybrid.mrr >= lexical.mrr
