@@ -291,3 +291,20 @@ async def test_param_headers_are_checked_only_where_a_listed_tool_declares_them(
     request = call("search_tools", {"query": "route a query"})
     request["headers"]["Mcp-Param-Region"] = "anything"
     assert (await pinned_route_query.post("/mcp", **request)).status_code == 200
+
+
+async def test_a_bug_of_ours_is_a_json_rpc_error_without_details(caplog):
+    proxy = build_proxy(Settings())
+
+    async def broken(*args, **kwargs):
+        raise RuntimeError("secret-argument-value")
+
+    proxy.service.call = broken  # the one way to reach this path: our own code failing
+    transport = httpx.ASGITransport(app=proxy.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        reply = await c.post("/mcp", **call("search_tools", {"query": "x"}))
+    assert reply.status_code == 500
+    assert reply.json()["error"] == {"code": -32603, "message": "Internal error in the proxy"}
+    logged = [record for record in caplog.records if record.getMessage() == "internal error"]
+    assert [record.error for record in logged] == ["RuntimeError"]
+    assert all("secret-argument-value" not in str(vars(record)) for record in caplog.records)

@@ -103,6 +103,22 @@ class McpEndpoint:
             return JSONResponse(
                 P.error_response(request_id, error), status_code=error.http_status, headers=error.headers
             )
+        except Exception as exc:
+            # A bug of ours: the caller gets a JSON-RPC error, the log gets the exception's type and
+            # where it happened (the message could quote a caller's input, so it stays out).
+            frame = exc.__traceback__
+            while frame is not None and frame.tb_next is not None:
+                frame = frame.tb_next
+            where = (
+                f"{frame.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.tb_lineno}" if frame else "?"
+            )
+            logger.error("internal error", extra={"error": type(exc).__name__, "where": where})
+            self.telemetry.count("request_error", method=_metric_method(method), code=str(P.INTERNAL_ERROR))
+            request_id = message.get("id") if isinstance(message, dict) else None
+            error = P.RpcError(P.INTERNAL_ERROR, "Internal error in the proxy", http_status=500)
+            return JSONResponse(
+                P.error_response(request_id if P.is_valid_id(request_id) else None, error), 500
+            )
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             self.telemetry.timing("request", elapsed, method=_metric_method(method))
