@@ -26,6 +26,7 @@ _ARGUMENTS = {
     "description": "The tool's arguments, shaped by its input schema; omit for a tool that takes none.",
 }
 
+_HIT_REF = {"$ref": "#/$defs/hit"}  # defined once in search_tools' output schema
 _HIT = {
     "type": "object",
     "properties": {
@@ -91,7 +92,7 @@ def _search_tools() -> dict[str, Any]:
             "properties": {
                 "tools": {
                     "type": "array",
-                    "items": _HIT,
+                    "items": _HIT_REF,
                     "description": "With query: its matches, best first.",
                 },
                 "results": {
@@ -101,7 +102,7 @@ def _search_tools() -> dict[str, Any]:
                         "type": "object",
                         "properties": {
                             "query": {"type": "string"},
-                            "tools": {"type": "array", "items": _HIT},
+                            "tools": {"type": "array", "items": _HIT_REF},
                         },
                         "required": ["query", "tools"],
                     },
@@ -109,9 +110,9 @@ def _search_tools() -> dict[str, Any]:
                 "total": {"type": "integer", "description": "How many tools the catalog holds in all."},
             },
             "required": ["total"],
+            "$defs": {"hit": _HIT},
         },
         "annotations": {
-            "title": "Search tools",
             "readOnlyHint": True,
             "destructiveHint": False,
             "idempotentHint": True,
@@ -174,7 +175,6 @@ def _describe_tool() -> dict[str, Any]:
             "required": ["tools"],
         },
         "annotations": {
-            "title": "Describe tools",
             "readOnlyHint": True,
             "destructiveHint": False,
             "idempotentHint": True,
@@ -200,7 +200,6 @@ def _call_read_tool() -> dict[str, Any]:
             "required": ["name"],
         },
         "annotations": {
-            "title": "Call a read-only tool",
             "readOnlyHint": True,
             "destructiveHint": False,
             "idempotentHint": False,
@@ -238,7 +237,6 @@ def _call_read_tools(max_calls: int) -> dict[str, Any]:
             "required": ["calls"],
         },
         "annotations": {
-            "title": "Call read-only tools in parallel",
             "readOnlyHint": True,
             "destructiveHint": False,
             "idempotentHint": False,
@@ -264,7 +262,6 @@ def _call_write_tool() -> dict[str, Any]:
             "required": ["name"],
         },
         "annotations": {
-            "title": "Call a tool that changes things",
             "readOnlyHint": False,
             "destructiveHint": True,
             "idempotentHint": False,
