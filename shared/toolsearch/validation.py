@@ -8,11 +8,10 @@ fetched (the MCP spec forbids dereferencing network URIs by default).
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -29,10 +28,35 @@ class SchemaUnusable(Exception):
     """The tool's own schema cannot be used to validate (invalid, unknown dialect, external $ref)."""
 
 
-@lru_cache(maxsize=2048)
-def _compiled(schema_json: str) -> jsonschema.protocols.Validator:
-    schema = json.loads(schema_json)
-    if not isinstance(schema, dict):
+_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], jsonschema.protocols.Validator | SchemaUnusable]] = (
+    OrderedDict()
+)
+_MAX_VALIDATORS = 4096
+
+
+def _compiled(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+    """The schema's validator, built once per schema object (catalogs are immutable, so ids are stable
+    while the entry keeps the schema alive); an unusable schema is remembered as such."""
+    key = id(schema)
+    entry = _VALIDATORS.get(key)
+    if entry is None or entry[0] is not schema:
+        try:
+            built: jsonschema.protocols.Validator | SchemaUnusable = _build(schema)
+        except SchemaUnusable as exc:
+            built = exc
+        entry = (schema, built)
+        _VALIDATORS[key] = entry
+        while len(_VALIDATORS) > _MAX_VALIDATORS:
+            _VALIDATORS.popitem(last=False)
+    else:
+        _VALIDATORS.move_to_end(key)
+    if isinstance(entry[1], SchemaUnusable):
+        raise entry[1]
+    return entry[1]
+
+
+def _build(schema: Any) -> jsonschema.protocols.Validator:
+    if not isinstance(schema, Mapping):
         raise SchemaUnusable("input schema is not an object")
     dialect = schema.get("$schema")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -56,7 +80,7 @@ def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[str]:
 
     Raises SchemaUnusable when the schema itself cannot be used.
     """
-    validator = _compiled(json.dumps(schema, sort_keys=True, default=str))
+    validator = _compiled(schema)
     try:
         errors = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), e.message))
         messages = []
