@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import secrets
 import zlib
 from collections.abc import AsyncIterator, Iterator
@@ -23,9 +22,9 @@ from typing import Any
 
 import httpx
 import pytest
-from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
 from fixtures.faulty_upstream import Fault, RunningFaulty, running_faulty
+from fixtures.logs import LogCapture, capture_logs
 from fixtures.servers import serve_in_thread
 from mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
@@ -38,18 +37,6 @@ pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite, dynamo_table, dummy_a
 CALLERS = 60
 TOKENS = {f"iso-{secrets.token_hex(8)}-{n:02d}": f"user{n:02d}" for n in range(CALLERS)}
 GUARD = 120  # seconds: a hang fails the test instead of stalling the suite (not a speed claim)
-
-
-class Capture(logging.Handler):
-    """Every log record as a log sink would see it (the structured formatter prints every extra)."""
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.formatter_ = LambdaPowertoolsFormatter(service="test")
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.formatter_.format(record))
 
 
 class Metrics(list):
@@ -66,15 +53,9 @@ def upstream() -> Iterator[RunningFaulty]:
 
 
 @pytest.fixture
-def captured() -> Iterator[Capture]:
-    handler = Capture()
-    root = logging.getLogger()
-    old = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(old)
+def captured() -> Iterator[LogCapture]:
+    with capture_logs() as handler:
+        yield handler
 
 
 def settings(url: str, **changes: Any) -> Settings:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
-
 import httpx
 import pytest
-from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
+from fixtures.logs import capture_logs
 from mcp_wire import call, legacy, modern
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
@@ -18,27 +16,10 @@ ARGUMENT = "argument-value-7d1f3"
 SECRETS = [TOKEN, "s3cr3t-T0KEN-abcdef", QUERY, ARGUMENT, "[demo] gcal_get_event ran"]
 
 
-class Capture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.formatter_ = LambdaPowertoolsFormatter(service="test")
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # The structured formatter prints every `extra` field, so what it prints is what a log sink sees.
-        self.lines.append(self.formatter_.format(record))
-
-
 @pytest.fixture
 def captured():
-    handler = Capture()
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    yield handler
-    root.removeHandler(handler)
-    root.setLevel(old_level)
+    with capture_logs() as handler:
+        yield handler
 
 
 async def test_nothing_the_caller_sends_or_gets_appears_in_logs_or_metrics(captured):

@@ -23,8 +23,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
 from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (pytest fixture)
-from fixtures.sdk_upstream import serve_in_thread as serve_with_lifespan
 from fixtures.servers import serve_in_thread
+from fixtures.servers import start_server as serve_with_lifespan
 from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.cli import main

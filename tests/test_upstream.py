@@ -18,8 +18,8 @@ from fixtures.sdk_upstream import (
     RunningUpstream,
     generated_tools,
     running_upstream,
-    serve_in_thread,
 )
+from fixtures.servers import start_server
 from toolsearch.settings import Settings
 from toolsearch.upstream import Listing, Upstream, UpstreamError
 from toolsearch.upstream.headers import InvalidHeaderAnnotation, encode_value, header_params, mirror
@@ -313,7 +313,7 @@ def scripted() -> Iterator[Callable[[Script], tuple[Scripted, str]]]:
 
     def start(script: Script) -> tuple[Scripted, str]:
         app = Scripted(script)
-        thread = serve_in_thread(app)
+        thread = start_server(app)
         started.append(thread)
         return app, thread.base_url + "/mcp"
 
