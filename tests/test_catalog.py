@@ -48,3 +48,16 @@ def test_fusion_keeps_the_best_lexical_match_first_even_with_negative_scores():
     assert [hit.position for hit in fuse(lexical, [], 3)] == [0, 1, 2]
     semantic = [Hit(2, 0.9), Hit(1, 0.5), Hit(0, 0.1)]
     assert [hit.position for hit in fuse([], semantic, 3)] == [2, 1, 0]
+
+
+def test_short_descriptions_end_at_the_first_real_sentence():
+    from toolsearch.service import short_description
+
+    assert short_description("Revoke a dynamic secret lease (e.g. database creds). Returns nothing.") == (
+        "Revoke a dynamic secret lease (e.g. database creds)."
+    )
+    assert short_description("List events. Paginated.") == "List events."
+    assert (
+        short_description("Version 2.5 of the API is used. Then more.") == "Version 2.5 of the API is used."
+    )
+    assert short_description("word " * 100).endswith("…") and len(short_description("word " * 100)) <= 200
