@@ -32,7 +32,7 @@ class Reply:
 
 
 async def exchange(
-    http: httpx.AsyncClient,
+    http: httpx.AsyncClient | httpx.AsyncBaseTransport,
     url: str,
     headers: dict[str, str],
     body: dict[str, Any],
@@ -43,6 +43,15 @@ async def exchange(
     payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     request_id = body.get("id")
     try:
+        if isinstance(http, httpx.AsyncBaseTransport):
+            request = httpx.Request(
+                "POST", url, content=payload, headers=headers, extensions={"timeout": timeout.as_dict()}
+            )
+            response = await http.handle_async_request(request)
+            try:
+                return await _read(response, request_id, limit)
+            finally:
+                await response.aclose()
         async with http.stream("POST", url, content=payload, headers=headers, timeout=timeout) as response:
             return await _read(response, request_id, limit)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
