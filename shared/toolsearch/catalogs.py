@@ -85,7 +85,6 @@ class CatalogStore:
         self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
         self._forced: set[str] = set()  # keys whose next load skips the shared tier
-        self._holder = uuid.uuid4().hex  # names this process when it holds a refresh lease
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -177,10 +176,13 @@ class CatalogStore:
 
     async def _from_upstream(self, caller: Caller, background: bool) -> IndexedCatalog:
         leased = False
+        # A holder id per refresh, drawn from os.urandom now: one made at init would be cloned into
+        # every environment that SnapStart restores from the same snapshot.
+        holder = uuid.uuid4().hex
         if background and self._shared is not None:
             # Across execution environments, one refresher per key; the others keep serving.
             leased = await self._shared.try_lease(
-                caller.key, self._holder, self._settings.upstream_timeout * 2
+                caller.key, holder, self._settings.upstream_timeout * 2
             )
             if not leased:
                 shared = await self._from_shared(caller.key)
@@ -202,7 +204,7 @@ class CatalogStore:
             return entry
         finally:
             if leased and self._shared is not None:
-                await self._shared.release_lease(caller.key, self._holder)
+                await self._shared.release_lease(caller.key, holder)
 
     async def _index(self, catalog: Catalog) -> IndexedCatalog:
         # Indexing is CPU work (BM25 statistics, embeddings): keep the event loop free for others.
