@@ -36,7 +36,16 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(proxy.app, host=config.host, port=config.port, log_level="warning", access_log=False)
+    # Keep idle connections 75 s (uvicorn's default is 5): MCP clients hold one connection for long
+    # stretches, and a short timeout races their next request into a closed socket.
+    uvicorn.run(
+        proxy.app,
+        host=config.host,
+        port=config.port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=75,
+    )
     return 0
 
 
