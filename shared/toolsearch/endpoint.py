@@ -2,17 +2,16 @@
 
 Each POST is checked in order: Origin, body size, JSON, the JSON-RPC envelope,
 the protocol version and its headers; then the method runs. Every refusal is a
-JSON-RPC error with the right HTTP status, never a 500 or a stack trace. No
+JSON-RPC error with the right HTTP status, never a stack trace (a bug of ours is
+a JSON-RPC internal error, 500, logged by type and place only). No
 session is minted or required; GET and DELETE answer 405.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,13 +21,15 @@ from starlette.responses import JSONResponse, Response
 from . import __version__
 from . import protocol as P
 from .catalogs import Caller, caller_key
+from .jsonrpc import Envelope, parse
+from .jsonrpc import envelope as to_envelope
+from .negotiation import check_param_headers, negotiate
 from .oauth import ProtectedResource
 from .service import AuthFailure, ToolService
 from .settings import Settings
 from .telemetry import Telemetry
 from .tooldefs import GUIDANCE
 from .upstream import UpstreamError
-from .upstream import headers as mcp_headers
 
 logger = logging.getLogger(__name__)
 
@@ -36,14 +37,6 @@ SERVER_INFO = {"name": "mcp-toolsearch-proxy", "version": __version__}
 LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call"}
 MODERN_METHODS = {"server/discover", "tools/list", "tools/call"}
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
-
-
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    id: Any
-    method: str
-    params: dict[str, Any]
-    is_notification: bool
 
 
 class McpEndpoint:
@@ -85,8 +78,8 @@ class McpEndpoint:
         message: Any = None
         try:
             self._check_origin(request)
-            message = _parse(await self._read_body(request))
-            envelope = _envelope(message)
+            message = parse(await self._read_body(request))
+            envelope = to_envelope(message)
             method = envelope.method
             try:
                 result = await self._dispatch(request, envelope)
@@ -152,7 +145,7 @@ class McpEndpoint:
     # -- protocol
 
     async def _dispatch(self, request: Request, env: Envelope) -> dict[str, Any]:
-        _version, modern = _negotiate(request, env)
+        _version, modern = negotiate(request, env)
         authorization = request.headers.get("authorization")
         caller = Caller(authorization, caller_key(self.upstream_url, authorization))
         if env.is_notification:
@@ -269,7 +262,7 @@ class McpEndpoint:
         if modern_headers is not None:
             # We list this tool as the upstream defines it, x-mcp-header and all, so we are the
             # server that must check the Mcp-Param-* headers a client mirrors from its arguments.
-            _check_param_headers(
+            check_param_headers(
                 catalog.by_name[name].definition.get("inputSchema"), arguments, modern_headers
             )
         # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
@@ -296,128 +289,6 @@ def compose_instructions(upstream: str, limit: int) -> str:
             f"\n[The upstream's instructions were cut here, at {limit:,} of {len(upstream):,} characters.]"
         )
     return f"{GUIDANCE}\n\nThe upstream server's own instructions follow.\n\n{upstream}"
-
-
-def _not_json(constant: str) -> Any:
-    # Python reads NaN and Infinity, which JSON lacks; passed on, they could not be answered (500).
-    raise ValueError(f"{constant} is not JSON")
-
-
-def _parse(body: bytes) -> Any:
-    try:
-        return json.loads(body, parse_constant=_not_json)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError among them
-        raise P.RpcError(P.PARSE_ERROR, "Parse error: the body is not JSON", http_status=400) from exc
-
-
-def _envelope(message: Any) -> Envelope:
-    if isinstance(message, list):
-        raise P.RpcError(P.INVALID_REQUEST, "JSON-RPC batches are not supported", http_status=400)
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        raise P.RpcError(P.INVALID_REQUEST, "Not a JSON-RPC 2.0 message", http_status=400)
-    method = message.get("method")
-    if not isinstance(method, str) or not method:
-        raise P.RpcError(
-            P.INVALID_REQUEST, "A request needs a method (responses are not accepted here)", http_status=400
-        )
-    is_notification = "id" not in message
-    if not is_notification and not P.is_valid_id(message["id"]):
-        raise P.RpcError(P.INVALID_REQUEST, "The id must be a string or a number", http_status=400)
-    params = message.get("params", {})
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise P.RpcError(P.INVALID_PARAMS, "params must be an object", http_status=400)
-    return Envelope(message.get("id"), method, params, is_notification)
-
-
-def _negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
-    """The request's protocol version and whether it is modern; checks headers against the body."""
-    header = request.headers.get("mcp-protocol-version")
-    meta = env.params.get("_meta")
-    meta = meta if isinstance(meta, Mapping) else {}
-    in_body = meta.get(P.META_PROTOCOL_VERSION)
-    if in_body is not None:
-        if header is None:
-            raise _mismatch("the MCP-Protocol-Version header is missing")
-        if header != in_body:
-            raise _mismatch(f"MCP-Protocol-Version {header!r} does not match the body's {in_body!r}")
-        if in_body not in P.MODERN_VERSIONS:
-            raise P.unsupported_version(in_body)
-        _check_modern_headers(request, env, meta)
-        return in_body, True
-    if header is None:
-        return P.HEADERLESS_VERSION, False
-    if header in P.LEGACY_VERSIONS:
-        return header, False
-    if header in P.MODERN_VERSIONS:
-        if env.is_notification:
-            return header, True
-        raise P.RpcError(
-            P.INVALID_PARAMS,
-            f"A {header} request must carry _meta[{P.META_PROTOCOL_VERSION!r}]",
-            http_status=400,
-        )
-    raise P.unsupported_version(header)
-
-
-def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, Any]) -> None:
-    method_header = request.headers.get("mcp-method")
-    if method_header is None:
-        raise _mismatch("the Mcp-Method header is missing")
-    if method_header != env.method:
-        raise _mismatch(f"Mcp-Method {method_header!r} does not match the body's method {env.method!r}")
-    if env.method in ("tools/call", "resources/read", "prompts/get"):
-        body_name = env.params.get("name") if env.method != "resources/read" else env.params.get("uri")
-        raw = request.headers.get("mcp-name")
-        if raw is None:
-            raise _mismatch("the Mcp-Name header is missing")
-        decoded = P.decode_header_value(raw)
-        if decoded is None:
-            raise _mismatch("the Mcp-Name header is malformed")
-        if decoded != body_name:
-            raise _mismatch("Mcp-Name does not match the body's name")
-    if not isinstance(meta.get(P.META_CLIENT_CAPABILITIES), Mapping):
-        raise P.RpcError(
-            P.INVALID_PARAMS, f"_meta[{P.META_CLIENT_CAPABILITIES!r}] is required", http_status=400
-        )
-
-
-def _check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapping[str, str]) -> None:
-    """Each `Mcp-Param-*` header the tool declares must carry, decoded, the body's value."""
-    try:
-        params = mcp_headers.header_params(schema)
-    except mcp_headers.InvalidHeaderAnnotation:
-        return  # such a tool is never listed; the upstream call reports it
-    for param in params:
-        field = mcp_headers.PARAM_PREFIX + param.header
-        mirrored = mcp_headers.mirror((param,), arguments).get(field)
-        expected = P.decode_header_value(mirrored) if mirrored is not None else None
-        raw = headers.get(field)
-        if raw is None:
-            if expected is not None:
-                raise _mismatch(f"the {field} header is missing")
-            continue
-        received = P.decode_header_value(raw.strip(" \t"))
-        if received is None:
-            raise _mismatch(f"the {field} header is malformed")
-        if expected is None or not _same_value(param.type, received, expected):
-            raise _mismatch(f"{field} does not match the body's {'.'.join(param.path)}")
-
-
-def _same_value(kind: str, received: str, expected: str) -> bool:
-    if received == expected:
-        return True
-    if kind != "integer":
-        return False
-    try:  # integers compare as numbers: 42.0 is 42
-        return float(received) == float(expected)
-    except ValueError:
-        return False
-
-
-def _mismatch(detail: str) -> P.RpcError:
-    return P.RpcError(P.HEADER_MISMATCH, f"Header mismatch: {detail}", http_status=400)
 
 
 def _is_own_loopback_origin(origin: str, host: str | None) -> bool:
