@@ -14,6 +14,7 @@ import pytest
 from mcp.client.client import Client
 
 from fixtures.servers import serve_in_thread
+from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.demo import demo_app
 from toolsearch.settings import Settings
@@ -206,3 +207,22 @@ async def test_write_call_goes_through_call_write_tool(mode, demo_proxy):
         assert not result.is_error
         assert result.structured_content["arguments"] == arguments
         assert transport.calls[-1] == "gcal_create_event"
+
+
+async def test_operator_overrides_read_only_both_ways():
+    proxy = build_proxy(Settings(write_tools=["gcal_get_event"], read_tools=["gcal_quick_add"]))
+    transport = httpx.ASGITransport(app=proxy.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+        refused = await http.post(
+            "/mcp", **call("call_read_tool", {"name": "gcal_get_event", "arguments": {"event_id": "e"}})
+        )
+        assert refused.json()["result"]["structuredContent"]["error"]["kind"] == "not_read_only"
+        allowed = await http.post(
+            "/mcp", **call("call_read_tool", {"name": "gcal_quick_add", "arguments": {"text": "x"}})
+        )
+        assert allowed.json()["result"]["isError"] is False
+        found = await http.post(
+            "/mcp", **call("describe_tool", {"names": ["gcal_get_event", "gcal_quick_add"]})
+        )
+        flags = {t["name"]: t["readOnly"] for t in found.json()["result"]["structuredContent"]["tools"]}
+        assert flags == {"gcal_get_event": False, "gcal_quick_add": True}
