@@ -134,7 +134,7 @@ class Settings:
         choices=("auto", "model2vec", "none"),
     )
     lexical_weight: float = _setting(
-        0.8,
+        0.7,
         "Share of BM25 in hybrid ranking (0 to 1; the embedding gets the rest). The default is measured "
         "for the bundled development model; measure yours with `toolsearch eval --fusion all`.",
         "Search",

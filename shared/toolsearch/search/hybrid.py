@@ -28,7 +28,7 @@ CANDIDATES = 50  # from each ranking, before fusing
 @dataclass(frozen=True)
 class Fusion:
     method: str = "weighted"  # "weighted" or "rrf"
-    lexical_weight: float = 0.8  # weighted: the share of BM25; the embedding gets the rest
+    lexical_weight: float = 0.7  # weighted: the share of BM25; the embedding gets the rest
     rrf_k: float = 60.0
 
 
