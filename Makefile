@@ -8,6 +8,7 @@ serve:  ## run the proxy on 127.0.0.1:8080 in front of the built-in demo upstrea
 test:  ## lint, then every test (what CI runs)
 	@scripts/bootstrap.sh --test
 	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
 	.venv/bin/toolsearch docs --check
 	.venv/bin/python -m pytest -q $(ARGS)
 

@@ -181,9 +181,7 @@ class CatalogStore:
         holder = uuid.uuid4().hex
         if background and self._shared is not None:
             # Across execution environments, one refresher per key; the others keep serving.
-            leased = await self._shared.try_lease(
-                caller.key, holder, self._settings.upstream_timeout * 2
-            )
+            leased = await self._shared.try_lease(caller.key, holder, self._settings.upstream_timeout * 2)
             if not leased:
                 shared = await self._from_shared(caller.key)
                 if shared is not None:
