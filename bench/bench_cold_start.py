@@ -27,12 +27,13 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 import types
 from pathlib import Path
+
+from benchlib import peak_rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_MODEL = ROOT / "shared" / "toolsearch" / "data" / "model"
@@ -65,7 +66,7 @@ def child(handler_path: str) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     init = time.perf_counter() - started
-    rss_init = _peak_rss_mib()
+    rss_init = peak_rss_mib()
     event = json.loads(EVENT.read_text())
     t = time.perf_counter()
     first = module.handler(event, CONTEXT)
@@ -83,7 +84,7 @@ def child(handler_path: str) -> None:
                 "first_request_s": first_s,
                 "warm_request_s": warm_s,
                 "rss_after_init_mib": rss_init,
-                "peak_rss_mib": _peak_rss_mib(),
+                "peak_rss_mib": peak_rss_mib(),
                 "search": "hybrid" if module.embedder is not None else "lexical",
             }
         ),
@@ -100,15 +101,6 @@ def model_folders(work: Path) -> dict[str, Path]:
         dev = build(work / "dev-shape", None, 100_000, 256)["int8"]
     production = build(work / "prod-shape", None, 500_353, 256)["int8"]
     return {"dev": dev, "production": production}
-
-
-def _peak_rss_mib() -> float:
-    """This process's own peak RSS. Not ru_maxrss: Linux carries the parent's high-water mark at
-    fork through exec into it, so a child of a big parent reported the parent's size."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run_case(env_extra: dict[str, str], build: Path | None) -> dict:

@@ -29,7 +29,15 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from benchlib import MODEL_DIR, growth, method_line, print_growth, scaled_definitions, write_json
+from benchlib import (
+    MODEL_DIR,
+    growth,
+    load_bench_embedder,
+    method_line,
+    print_growth,
+    scaled_definitions,
+    write_json,
+)
 
 from toolsearch.catalog import Catalog
 from toolsearch.search.embedding import VectorCache, build_embedding_index
@@ -105,13 +113,7 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    embedder, model = None, "none (lexical only)"
-    folder = args.model or MODEL_DIR
-    if not args.lexical_only and (folder / "model.safetensors").exists():
-        from toolsearch.model.load import load_embedder
-
-        embedder = load_embedder(folder)
-        model = f"{folder} (dim {embedder.dim})"
+    embedder, model = load_bench_embedder(args.model or MODEL_DIR, args.lexical_only)
     method = method_line(sizes, model=model, repeats=args.repeats)
     print("seconds as wall (CPU); memory in MiB")
     print(

@@ -21,11 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchlib import peak_rss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_TOKENIZER = ROOT / "shared" / "toolsearch" / "data" / "model" / "tokenizer.json"
@@ -119,7 +120,7 @@ def measure(folder: str, mmap: bool) -> None:
     t = time.perf_counter()
     embedder.encode(texts)
     batch = time.perf_counter() - t
-    peak_mib = _peak_rss_mib()
+    peak_mib = peak_rss_mib()
     print(
         json.dumps(
             {
@@ -130,15 +131,6 @@ def measure(folder: str, mmap: bool) -> None:
             }
         )
     )
-
-
-def _peak_rss_mib() -> float:
-    """This process's own peak RSS. Not ru_maxrss: Linux carries the parent's high-water mark at
-    fork through exec into it, so a child of a big parent reported the parent's size."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def main() -> None:

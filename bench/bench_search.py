@@ -32,6 +32,7 @@ from benchlib import (
     MODEL_DIR,
     evaluation_queries,
     growth,
+    load_bench_embedder,
     method_line,
     p50_p99_ms,
     print_growth,
@@ -191,13 +192,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    embedder, model = None, "none"
     folder = args.model or MODEL_DIR
-    if not args.lexical_only and (folder / "model.safetensors").exists():
-        from toolsearch.model.load import load_embedder
-
-        embedder = load_embedder(folder)
-        model = f"{folder} (dim {embedder.dim})"
+    embedder, model = load_bench_embedder(folder, args.lexical_only)
     modes = ["lexical"] + (["hybrid"] if embedder is not None else [])
     method = method_line(
         sizes,

@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 from collections.abc import Sequence
@@ -94,6 +95,25 @@ def write_json(path: str | None, method: dict[str, Any], results: Any) -> None:
 
 
 # -- statistics
+
+
+def peak_rss_mib() -> float:
+    """This process's own peak RSS. Not ru_maxrss: Linux carries the parent's high-water mark at
+    fork through exec into it, so a child of a big parent reported the parent's size."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def load_bench_embedder(folder: Path, lexical_only: bool = False) -> tuple[Any, str]:
+    """The model for hybrid figures and its label; (None, label) without one or with lexical_only."""
+    if lexical_only or not (folder / "model.safetensors").exists():
+        return None, "none (lexical only)"
+    from toolsearch.model.load import load_embedder
+
+    embedder = load_embedder(folder)
+    return embedder, f"{folder} (dim {embedder.dim})"
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
