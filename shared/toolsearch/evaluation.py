@@ -4,6 +4,13 @@ The catalog is the demo upstream's (`data/catalog/*.json`, made-up tools
 described in English); the questions (`data/questions/*.json`) are asked as
 users speak, in English and in Lithuanian, each naming every tool that answers
 it. A question counts as found at k when any of its tools is in the top k.
+
+Each question is searched for twice. "user" asks the user's own words, as a
+proxy would see them if the model passed the message through unchanged: the
+hard case. "model" asks the `search_tools` query that a model (Claude, given
+only the proxy's five tool definitions and the user's message, never the
+catalog) wrote for that message: what the proxy sees in use. See
+`data/questions/README.md` for how those queries were made.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -23,6 +30,7 @@ from toolsearch.search.hybrid import Fusion
 from toolsearch.search.index import make_indexer
 
 LANGUAGES = ("en", "lt")
+PHRASINGS = ("user", "model")  # the user's words; the query a model wrote for them
 KS = (1, 5, 10)
 
 
@@ -31,11 +39,16 @@ class Question:
     id: str
     text: dict[str, str]  # language -> question
     tools: tuple[str, ...]
+    model_query: dict[str, str] = field(default_factory=dict)  # language -> a model's search_tools query
+
+    def asked(self, phrasing: str, language: str) -> str:
+        return (self.text if phrasing == "user" else self.model_query).get(language, "")
 
 
 @dataclass(frozen=True)
 class Figures:
     search: str
+    phrasing: str
     language: str
     questions: int
     recall_at_1: float
@@ -53,7 +66,8 @@ def load_questions() -> list[Question]:
             continue
         for item in json.loads(entry.read_text(encoding="utf-8")):
             text = {lang: item[lang] for lang in LANGUAGES if item.get(lang)}
-            questions.append(Question(item["id"], text, tuple(item["tools"])))
+            model_query = {lang: q for lang, q in (item.get("model_query") or {}).items() if q}
+            questions.append(Question(item["id"], text, tuple(item["tools"]), model_query))
     return questions
 
 
@@ -62,14 +76,19 @@ def evaluation_catalog() -> Catalog:
 
 
 def measure(
-    name: str, index: SearchIndex, catalog: Catalog, questions: Sequence[Question], language: str
+    name: str,
+    index: SearchIndex,
+    catalog: Catalog,
+    questions: Sequence[Question],
+    language: str,
+    phrasing: str = "user",
 ) -> Figures:
-    asked = [q for q in questions if language in q.text]
+    asked = [q for q in questions if q.asked(phrasing, language)]
     found_at = {k: 0 for k in KS}
     reciprocal = 0.0
     started = time.perf_counter()
     for question in asked:
-        hits = index.search([question.text[language]], max(KS))[0]
+        hits = index.search([question.asked(phrasing, language)], max(KS))[0]
         names = [catalog.tools[hit.position].name for hit in hits]
         ranks = [rank for rank, tool in enumerate(names, start=1) if tool in question.tools]
         first = ranks[0] if ranks else None
@@ -80,6 +99,7 @@ def measure(
     n = len(asked) or 1
     return Figures(
         name,
+        phrasing,
         language,
         len(asked),
         found_at[1] / n,
@@ -99,21 +119,24 @@ def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> 
         cache = VectorCache()
         for label, fusion in (fusions or {"hybrid": Fusion()}).items():
             indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion)(catalog)
-    return [
-        measure(label, index, catalog, questions, language)
+    figures = [
+        measure(label, index, catalog, questions, language, phrasing)
+        for phrasing in PHRASINGS
         for language in LANGUAGES
         for label, index in indexes.items()
     ]
+    return [f for f in figures if f.questions]
 
 
 def render(figures: Sequence[Figures], catalog_size: int) -> str:
     lines = [
         f"catalog: {catalog_size} tools; questions per language: {figures[0].questions if figures else 0}",
-        f"{'search':<16} {'lang':<4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'ms/q':>6}",
+        "asked: user = the user's own words; model = the search_tools query a model wrote for them",
+        f"{'search':<16} {'asked':<6} {'lang':<4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'ms/q':>6}",
     ]
     for f in figures:
         lines.append(
-            f"{f.search:<16} {f.language:<4} {f.recall_at_1:>6.1%} {f.recall_at_5:>6.1%}"
+            f"{f.search:<16} {f.phrasing:<6} {f.language:<4} {f.recall_at_1:>6.1%} {f.recall_at_5:>6.1%}"
             f" {f.recall_at_10:>6.1%} {f.mrr:>6.3f} {f.ms_per_query:>6.2f}"
         )
     return "\n".join(lines)
