@@ -17,14 +17,14 @@ from toolsearch.settings import Settings
 
 FLOORS = {
     # (search, asked, language): (recall@1, recall@5, recall@10, MRR)
-    ("lexical", "user", "en"): (0.218, 0.397, 0.480, 0.292),
-    ("lexical", "user", "lt"): (0.044, 0.151, 0.179, 0.088),
-    ("hybrid", "user", "en"): (0.206, 0.408, 0.511, 0.292),
-    ("hybrid", "user", "lt"): (0.099, 0.218, 0.285, 0.150),
-    ("lexical", "model", "en"): (0.833, 0.948, 0.972, 0.888),
-    ("lexical", "model", "lt"): (0.821, 0.960, 0.988, 0.885),
-    ("hybrid", "model", "en"): (0.877, 0.972, 0.980, 0.919),
-    ("hybrid", "model", "lt"): (0.865, 0.980, 0.984, 0.918),
+    ("lexical", "user", "en"): (0.222, 0.397, 0.484, 0.296),
+    ("lexical", "user", "lt"): (0.044, 0.151, 0.183, 0.089),
+    ("hybrid", "user", "en"): (0.210, 0.413, 0.520, 0.297),
+    ("hybrid", "user", "lt"): (0.099, 0.218, 0.294, 0.153),
+    ("lexical", "model", "en"): (0.845, 0.952, 0.976, 0.896),
+    ("lexical", "model", "lt"): (0.845, 0.968, 0.992, 0.900),
+    ("hybrid", "model", "en"): (0.885, 0.976, 0.984, 0.925),
+    ("hybrid", "model", "lt"): (0.889, 0.988, 0.988, 0.934),
 }
 
 

@@ -4,8 +4,8 @@ Fusion is a weighted sum of each ranking's scores, each scaled to [0, 1] over
 its own top candidates (BM25 from min(0, worst) to its best, cosine from the
 candidates' floor to their best). Measured on the evaluation set (`toolsearch
 eval --fusion all`): at its best weight it beats reciprocal rank fusion in
-English (R@5 41.3% against 38.5%) and matches it in Lithuanian (22.2% against
-21.8%); RRF throws away how sure each ranking is. The best weight depends on the
+English (R@5 41.7% against 39.3%, recall@1 21.4% against 16.7%) and matches it
+in Lithuanian (22.2% both); RRF throws away how sure each ranking is. The best weight depends on the
 model: with the bundled development model, whose embeddings alone find a right
 tool in the top 5 for only 23% of English questions, BM25 should carry 0.7 of
 the score (the `lexical_weight` setting); a stronger model earns a lower weight.
