@@ -62,14 +62,35 @@ def read_lock(path: Path = LOCK) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _apt_download(spec: str, deb_dir: Path, refreshed: list[bool]) -> None:
+    """apt-get download, refreshing the package index once when it does not know the version.
+
+    A fresh machine's index can predate the pinned versions (and a Debian point release can retire
+    them): the first failure runs `apt-get update`; a second one says which pin to renew.
+    """
+    if subprocess.run(["apt-get", "download", spec], cwd=deb_dir).returncode == 0:
+        return
+    if not refreshed[0]:
+        refreshed[0] = True
+        LOG.info("apt-get does not know %s: refreshing the package index (apt-get update)", spec)
+        subprocess.run(["apt-get", "update", "-qq"], check=True)
+        if subprocess.run(["apt-get", "download", spec], cwd=deb_dir).returncode == 0:
+            return
+    raise SystemExit(
+        f"apt-get download {spec} failed: the archive no longer has that version? Renew its line in"
+        f" {LOCK.name} (layers/model/README.md says how)."
+    )
+
+
 def fetch_debs(lock: list[tuple[str, str, str]], deb_dir: Path) -> list[Path]:
     """apt-get download each pinned package (once) and check its SHA-256."""
     deb_dir.mkdir(parents=True, exist_ok=True)
     paths = []
+    refreshed = [False]
     for name, version, sha in lock:
         found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
         if not found:
-            subprocess.run(["apt-get", "download", f"{name}={version}"], cwd=deb_dir, check=True)
+            _apt_download(f"{name}={version}", deb_dir, refreshed)
             found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
         digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
         if digest != sha:
