@@ -323,15 +323,21 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def load_pairs(cache: Path) -> list[tuple[str, str]]:
+    """The English-Lithuanian pairs of the pinned packages (downloads cached in `cache`)."""
+    debs = fetch_debs(read_lock(), cache / "align-debs")
+    catalogs = lithuanian_catalogs(debs, cache / "align-mo")
+    pairs = pairs_from(catalogs)
+    LOG.info("%d packages, %d catalogs, %d pairs", len(debs), len(catalogs), len(pairs))
+    return pairs
+
+
 def ensure_aligned(cache: Path, *, force: bool = False, argv: list[str] | None = None) -> Path:
     """The aligned full model in cache (built once with the default settings; cached)."""
     args = parser().parse_args([*(argv or []), "--cache-dir", str(cache)])
     out = cache / args.out_name
     if force or not (out / "model.safetensors").exists():
-        debs = fetch_debs(read_lock(), cache / "align-debs")
-        catalogs = lithuanian_catalogs(debs, cache / "align-mo")
-        pairs = pairs_from(catalogs)
-        LOG.info("%d packages, %d catalogs, %d pairs", len(debs), len(catalogs), len(pairs))
+        pairs = load_pairs(cache)
         report = align(cache / "static-full-f32", out, cache / "e5-small-f32", pairs, args)
         LOG.info("aligned: %s", report)
     return out

