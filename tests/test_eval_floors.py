@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from toolsearch import evaluation
@@ -79,3 +80,11 @@ def test_eval_command_prints_every_row_and_writes_json(tmp_path, capsys):
         (asked, lang) for asked in evaluation.PHRASINGS for lang in evaluation.LANGUAGES
     }
     assert all(f["questions"] == len(evaluation.load_questions()) for f in saved)
+
+
+def test_cosine_search_ranks_tools_by_cosine_alone():
+    tools = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
+    index = evaluation.CosineSearch(tools, lambda queries: np.array([[0.0, 1.0]] * len(queries), np.float32))
+    hits = index.search(["anything", "else"], 2)
+    assert [[hit.position for hit in row] for row in hits] == [[2, 1], [2, 1]]
+    assert hits[0][0].score == pytest.approx(1.0)

@@ -21,11 +21,8 @@ from pathlib import Path
 import numpy as np
 from model2vec import StaticModel
 
-from toolsearch.evaluation import LANGUAGES, evaluation_catalog, load_questions
+from toolsearch.evaluation import LANGUAGES, CosineSearch, evaluation_catalog, load_questions, measure
 from toolsearch.search.embedding import embedding_text
-
-TOP_K = 5
-MRR_DEPTH = 10  # MRR@10: less noisy than recall@5 for telling close variants apart
 
 
 def size_on_disk(folder: Path) -> int:
@@ -35,31 +32,28 @@ def size_on_disk(folder: Path) -> int:
 def evaluate(folder: Path) -> dict[str, object]:
     model = StaticModel.from_pretrained(str(folder))
     catalog = evaluation_catalog()
-    names = [tool.name for tool in catalog.tools]
-    tool_vectors = model.encode([embedding_text(tool) for tool in catalog.tools])
     questions = load_questions()
+    timings: list[float] = []
+
+    def encode_queries(texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = model.encode(texts)
+        timings.append(time.perf_counter() - started)
+        return vectors
+
+    index = CosineSearch(model.encode([embedding_text(tool) for tool in catalog.tools]), encode_queries)
     row: dict[str, object] = {
         "variant": folder.name,
         "shape": "x".join(str(n) for n in np.asarray(model.embedding).shape),
         "dtype": str(np.asarray(model.embedding).dtype),
         "mb": size_on_disk(folder) / 1e6,
         "questions": len(questions),
-        "tools": len(names),
+        "tools": len(catalog),
     }
-    timings = []
     for language in LANGUAGES:
-        asked = [q for q in questions if language in q.text]
-        found, reciprocal = 0, 0.0
-        for question in asked:
-            started = time.perf_counter()
-            query = model.encode([question.text[language]])
-            timings.append(time.perf_counter() - started)
-            top = np.argsort(-(tool_vectors @ query[0]), kind="stable")[:MRR_DEPTH]
-            ranks = [rank for rank, i in enumerate(top, start=1) if names[i] in question.tools]
-            found += bool(ranks) and ranks[0] <= TOP_K
-            reciprocal += 1 / ranks[0] if ranks else 0.0
-        row[f"recall5_{language}"] = found / len(asked)
-        row[f"mrr_{language}"] = reciprocal / len(asked)
+        figures = measure(folder.name, index, catalog, questions, language)  # MRR over the top 10
+        row[f"recall5_{language}"] = figures.recall_at_5
+        row[f"mrr_{language}"] = figures.mrr
     row["query_ms"] = statistics.median(timings) * 1000
     return row
 

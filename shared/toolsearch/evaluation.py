@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
 from toolsearch.catalog import Catalog
 from toolsearch.demo import demo_tools
-from toolsearch.search import SearchIndex
-from toolsearch.search.embedding import VectorCache
+from toolsearch.search import Hit, SearchIndex
+from toolsearch.search.embedding import EmbeddingIndex, VectorCache
 from toolsearch.search.hybrid import Fusion
 from toolsearch.search.index import make_indexer
 
@@ -73,6 +73,22 @@ def load_questions() -> list[Question]:
 
 def evaluation_catalog() -> Catalog:
     return Catalog.from_definitions(demo_tools())
+
+
+class CosineSearch:
+    """Implements `SearchIndex` by cosine alone: a model measured without BM25 (layers/model).
+
+    `tool_vectors` are the catalog's tools as unit rows; `encode_queries` turns queries into unit
+    rows the same way (a transformer may embed queries and tools differently, e5 with prefixes).
+    """
+
+    def __init__(self, tool_vectors: Any, encode_queries: Callable[[list[str]], Any]) -> None:
+        self.index = EmbeddingIndex(tool_vectors)
+        self.encode_queries = encode_queries
+
+    def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
+        scores = self.index.scores(self.encode_queries(list(queries)))
+        return [self.index.rank(row, limit) for row in scores]
 
 
 def measure(
