@@ -21,6 +21,7 @@ Run inside the build venv (``build_dev_model.sh --align`` does it). Steps cache 
 from __future__ import annotations
 
 import argparse
+import functools
 import gettext
 import hashlib
 import io
@@ -31,6 +32,7 @@ import shutil
 import subprocess
 import tarfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -62,20 +64,24 @@ def read_lock(path: Path = LOCK) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _apt_download(spec: str, deb_dir: Path, refreshed: list[bool]) -> None:
-    """apt-get download, refreshing the package index once when it does not know the version.
+@functools.cache
+def _refresh_package_index() -> None:
+    """apt-get update, at most once a run."""
+    LOG.info("apt-get does not know a pinned version: refreshing the package index (apt-get update)")
+    subprocess.run(["apt-get", "update", "-qq"], check=True)
+
+
+def _apt_download(spec: str, deb_dir: Path) -> None:
+    """apt-get download, refreshing the package index first when it does not know the version.
 
     A fresh machine's index can predate the pinned versions (and a Debian point release can retire
-    them): the first failure runs `apt-get update`; a second one says which pin to renew.
+    them): a failure refreshes the index and tries again; a second one says which pin to renew.
     """
-    if subprocess.run(["apt-get", "download", spec], cwd=deb_dir).returncode == 0:
-        return
-    if not refreshed[0]:
-        refreshed[0] = True
-        LOG.info("apt-get does not know %s: refreshing the package index (apt-get update)", spec)
-        subprocess.run(["apt-get", "update", "-qq"], check=True)
+    for attempt in range(2):
         if subprocess.run(["apt-get", "download", spec], cwd=deb_dir).returncode == 0:
             return
+        if attempt == 0:
+            _refresh_package_index()
     raise SystemExit(
         f"apt-get download {spec} failed: the archive no longer has that version? Renew its line in"
         f" {LOCK.name} (layers/model/README.md says how)."
@@ -86,11 +92,10 @@ def fetch_debs(lock: list[tuple[str, str, str]], deb_dir: Path) -> list[Path]:
     """apt-get download each pinned package (once) and check its SHA-256."""
     deb_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    refreshed = [False]
     for name, version, sha in lock:
         found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
         if not found:
-            _apt_download(f"{name}={version}", deb_dir, refreshed)
+            _apt_download(f"{name}={version}", deb_dir)
             found = [p for p in deb_dir.glob(f"{name}_*.deb") if _deb_version(p) == version]
         digest = hashlib.sha256(found[0].read_bytes()).hexdigest()
         if digest != sha:
@@ -205,6 +210,91 @@ def bag(ids: list[list[int]]):
     return flat, offsets
 
 
+def split_pairs(
+    en_ids: list[list[int]], lt_ids: list[list[int]], rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(held, train) pair indices: 5% (at least 200) of the pairs with tokens on both sides held out."""
+    usable = [k for k in range(len(en_ids)) if en_ids[k] and lt_ids[k]]
+    order = rng.permutation(usable)
+    n_held = max(200, len(order) // 20)
+    return np.sort(order[:n_held]), np.sort(order[n_held:])
+
+
+def mean_pool(table, ids: list[list[int]]):
+    """Unit sentence vectors: the mean of each sentence's token rows in `table` (an EmbeddingBag)."""
+    import torch
+
+    flat, offsets = bag(ids)
+    return torch.nn.functional.normalize(table(flat, offsets), dim=-1)
+
+
+def train_towards(
+    table,
+    en_ids: list[list[int]],
+    lt_ids: list[list[int]],
+    targets,
+    train: np.ndarray,
+    held: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    epochs: int,
+    lr: float,
+    score: Callable[[dict], float],
+    batch: int = 64,
+    en_weight: float = 1.0,
+    frozen=None,
+    patience: int | None = None,
+) -> tuple[dict, object]:
+    """Fine-tune the token vectors of `table` (a mean EmbeddingBag) so that each pair's English and
+    Lithuanian sentences land on its target: loss (1 - cos), English side times `en_weight`.
+
+    After each epoch the held-out pairs are scored; the epoch with the highest `score(report)` is
+    kept (its vectors are returned), and training stops after `patience` epochs without a better
+    one. Rows in `frozen` are put back after every step.
+    """
+    import torch
+
+    def student(ids: list[list[int]]):
+        return mean_pool(table, ids)
+
+    def held_out() -> dict:
+        with torch.no_grad():
+            se, sl = student([en_ids[k] for k in held]), student([lt_ids[k] for k in held])
+            goal = targets[held]
+            lt2en = ((sl @ se.T).argmax(1) == torch.arange(len(held))).float().mean()
+            return {
+                "cos_en": round(float((se * goal).sum(1).mean()), 4),
+                "cos_lt": round(float((sl * goal).sum(1).mean()), 4),
+                "lt2en_top1": round(float(lt2en), 4),  # Lithuanian -> English retrieval among held-out pairs
+            }
+
+    frozen_rows = table.weight.detach()[frozen].clone() if frozen is not None and len(frozen) else None
+    best = held_out() | {"epoch": 0}
+    LOG.info("before training: %s", best)
+    best_weights = table.weight.detach().clone()
+    optimizer = torch.optim.SparseAdam(table.parameters(), lr=lr)
+    for epoch in range(1, epochs + 1):
+        order = rng.permutation(train)
+        for first in range(0, len(order), batch):
+            idx = order[first : first + batch]
+            goal = targets[idx]
+            loss = (1 - (student([en_ids[k] for k in idx]) * goal).sum(1)).mean() * en_weight
+            loss = loss + (1 - (student([lt_ids[k] for k in idx]) * goal).sum(1)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if frozen_rows is not None:
+                with torch.no_grad():
+                    table.weight[frozen] = frozen_rows
+        report = held_out() | {"epoch": epoch}
+        LOG.info("epoch %d: %s", epoch, report)
+        if score(report) > score(best):
+            best, best_weights = report, table.weight.detach().clone()
+        elif patience is not None and epoch - best["epoch"] >= patience:
+            break
+    return best, best_weights
+
+
 def align(full_dir: Path, out_dir: Path, transformer_dir: Path, pairs: list[tuple[str, str]], args) -> dict:
     import torch
     from safetensors.numpy import load_file, save_file
@@ -222,44 +312,27 @@ def align(full_dir: Path, out_dir: Path, transformer_dir: Path, pairs: list[tupl
     lt = [p[1] for p in pairs]
     en_ids, lt_ids = token_ids(tokenizer, unk_id, en), token_ids(tokenizer, unk_id, lt)
     usable = [k for k in range(len(pairs)) if en_ids[k] and lt_ids[k]]
-    perm = rng.permutation(usable)
-    n_held = max(200, len(perm) // 20)
-    held, train = np.sort(perm[:n_held]), np.sort(perm[n_held:])
+    held, train = split_pairs(en_ids, lt_ids, rng)
 
     table = torch.nn.EmbeddingBag.from_pretrained(
         torch.from_numpy(weights.copy()), freeze=False, mode="mean", sparse=True
     )
     original = torch.from_numpy(weights.copy())
 
-    def student(ids: list[list[int]]):
-        flat, offsets = bag(ids)
-        return torch.nn.functional.normalize(table(flat, offsets), dim=-1)
-
     if args.target == "student":  # the distilled model's own English vector: English stays put
         with torch.no_grad():
             targets = torch.zeros(len(en), weights.shape[1])
-            targets[usable] = student([en_ids[k] for k in usable])
+            targets[usable] = mean_pool(table, [en_ids[k] for k in usable])
     else:
         teacher = cached_teacher_vectors(transformer_dir, en, out_dir.parent)
         # Frozen least-squares map teacher(384) -> student(256), fitted on the training English side.
         with torch.no_grad():
-            s_en = student([en_ids[k] for k in train]).numpy()
+            s_en = mean_pool(table, [en_ids[k] for k in train]).numpy()
         t = teacher[train]
         mapping, *_ = np.linalg.lstsq(np.c_[t, np.ones(len(t))], s_en, rcond=None)
         mapped = np.c_[teacher, np.ones(len(teacher))] @ mapping
         mapped /= np.linalg.norm(mapped, axis=1, keepdims=True)
         targets = torch.from_numpy(mapped.astype(np.float32))
-
-    def held_out() -> dict:
-        with torch.no_grad():
-            se, sl = student([en_ids[k] for k in held]), student([lt_ids[k] for k in held])
-            tg = targets[held]
-            sims = sl @ se.T  # Lithuanian -> English retrieval among held-out pairs
-            return {
-                "cos_en": float((se * tg).sum(1).mean()),
-                "cos_lt": float((sl * tg).sum(1).mean()),
-                "lt2en_top1": float((sims.argmax(1) == torch.arange(len(held))).float().mean()),
-            }
 
     # Frozen rows stay as distilled so English embeddings barely move: "english" freezes every piece
     # the English side uses, "english-majority" only those English uses at least as often as
@@ -275,28 +348,22 @@ def align(full_dir: Path, out_dir: Path, transformer_dir: Path, pairs: list[tupl
     frozen = torch.from_numpy(np.flatnonzero(frozen_mask))
     LOG.info("%d rows frozen", len(frozen))
 
-    best = held_out() | {"epoch": 0}
-    LOG.info("before: %s", best)
-    best_weights = table.weight.detach().clone()
-    optimizer = torch.optim.SparseAdam(table.parameters(), lr=args.lr)
-    for epoch in range(1, args.epochs + 1):
-        order = rng.permutation(train)
-        for first in range(0, len(order), args.batch):
-            idx = order[first : first + args.batch]
-            tg = targets[idx]
-            loss = (1 - (student([en_ids[k] for k in idx]) * tg).sum(1)).mean() * args.en_weight
-            loss = loss + (1 - (student([lt_ids[k] for k in idx]) * tg).sum(1)).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            with torch.no_grad():
-                table.weight[frozen] = original[frozen]
-        scores = held_out() | {"epoch": epoch}
-        LOG.info("epoch %d: %s", epoch, scores)
-        if scores["lt2en_top1"] > best["lt2en_top1"]:
-            best, best_weights = scores, table.weight.detach().clone()
-        elif epoch - best["epoch"] >= 2:
-            break
+    best, best_weights = train_towards(
+        table,
+        en_ids,
+        lt_ids,
+        targets,
+        train,
+        held,
+        rng,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch=args.batch,
+        en_weight=args.en_weight,
+        frozen=frozen,
+        score=lambda report: report["lt2en_top1"],
+        patience=2,
+    )
     moved = (best_weights - original).norm(dim=1)
     LOG.info("kept epoch %d; %d rows moved", best["epoch"], int((moved > 0).sum()))
 
@@ -332,12 +399,18 @@ def load_pairs(cache: Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def ensure_aligned(cache: Path, *, force: bool = False, argv: list[str] | None = None) -> Path:
+def ensure_aligned(
+    cache: Path,
+    *,
+    force: bool = False,
+    argv: list[str] | None = None,
+    pairs: list[tuple[str, str]] | None = None,
+) -> Path:
     """The aligned full model in cache (built once with the default settings; cached)."""
     args = parser().parse_args([*(argv or []), "--cache-dir", str(cache)])
     out = cache / args.out_name
     if force or not (out / "model.safetensors").exists():
-        pairs = load_pairs(cache)
+        pairs = load_pairs(cache) if pairs is None else pairs
         report = align(cache / "static-full-f32", out, cache / "e5-small-f32", pairs, args)
         LOG.info("aligned: %s", report)
     return out

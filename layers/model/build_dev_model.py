@@ -469,11 +469,13 @@ def run(args: argparse.Namespace) -> None:
         tmp.rename(full_dir)
     LOG.info("distilled static model ready (%.0f s)", time.monotonic() - started)
 
+    # Steps 5 and 7 train on the same gettext pairs: read them once.
+    from align_dev_model import ensure_aligned, load_pairs
+
+    pairs = load_pairs(cache) if args.align or args.retarget else []
     source = full_dir
     if args.align:  # step 5, align_dev_model.py: Lithuanian pieces moved towards their English meaning
-        from align_dev_model import ensure_aligned
-
-        source = ensure_aligned(cache, force=args.force)
+        source = ensure_aligned(cache, force=args.force, pairs=pairs)
         LOG.info("aligned static model ready (%.0f s)", time.monotonic() - started)
 
     for variant in args.variant:
@@ -486,11 +488,10 @@ def run(args: argparse.Namespace) -> None:
     committed = cache / variant_name(n_pieces, dims, latin_first)
     write_variant(source, n_pieces, dims, latin_first, committed)
     if args.retarget:  # step 7, retarget_dev_model.py: MiniLM's sentence space, same vocabulary
-        from align_dev_model import load_pairs
         from retarget_dev_model import retarget
 
         retargeted = cache / f"{committed.name}-minilm"
-        report = retarget(committed, retargeted, load_pairs(cache), cache)
+        report = retarget(committed, retargeted, pairs, cache)
         LOG.info("retargeted at all-MiniLM-L6-v2: %s", report)
         committed = retargeted
     if args.out is not None:

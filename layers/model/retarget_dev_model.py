@@ -68,7 +68,7 @@ def retarget(
     source: Path, out: Path, pairs: list[tuple[str, str]], cache_dir: Path, epochs: int = EPOCHS
 ) -> dict:
     import torch
-    from align_dev_model import bag, token_ids
+    from align_dev_model import split_pairs, token_ids, train_towards
     from safetensors.numpy import save_file
     from tokenizers import Tokenizer
 
@@ -85,10 +85,7 @@ def retarget(
     english, lithuanian = [p[0] for p in pairs], [p[1] for p in pairs]
     en_ids = token_ids(tokenizer, spec["model"]["unk_id"], english)
     lt_ids = token_ids(tokenizer, spec["model"]["unk_id"], lithuanian)
-    usable = [k for k in range(len(pairs)) if en_ids[k] and lt_ids[k]]
-    order = rng.permutation(usable)
-    n_held = max(200, len(order) // 20)
-    held, train = np.sort(order[:n_held]), np.sort(order[n_held:])
+    held, train = split_pairs(en_ids, lt_ids, rng)
     targets = torch.from_numpy(teacher_vectors(english, cache_dir))
 
     # Step 2: the map from this model's sentence space to the teacher's, applied to every token.
@@ -99,42 +96,18 @@ def retarget(
         torch.from_numpy((vectors @ mapping).astype(np.float32)), freeze=False, mode="mean", sparse=True
     )
 
-    def student(ids: list[list[int]]):
-        flat, offsets = bag(ids)
-        return torch.nn.functional.normalize(table(flat, offsets), dim=-1)
-
-    def held_out() -> dict:
-        with torch.no_grad():
-            se, sl = student([en_ids[k] for k in held]), student([lt_ids[k] for k in held])
-            goal = targets[held]
-            lt2en = ((sl @ se.T).argmax(1) == torch.arange(len(held))).float().mean()
-            return {
-                "cos_en": round(float((se * goal).sum(1).mean()), 4),
-                "cos_lt": round(float((sl * goal).sum(1).mean()), 4),
-                "lt2en_top1": round(float(lt2en), 4),
-            }
-
-    def score(report: dict) -> float:
-        return report["cos_en"] + report["cos_lt"]
-
-    best = held_out() | {"epoch": 0}
-    LOG.info("mapped, before training: %s", best)
-    best_vectors = table.weight.detach().clone()
-    optimizer = torch.optim.SparseAdam(table.parameters(), lr=0.003)
-    for epoch in range(1, epochs + 1):
-        shuffled = rng.permutation(train)
-        for first in range(0, len(shuffled), 64):
-            idx = shuffled[first : first + 64]
-            goal = targets[idx]
-            loss = (1 - (student([en_ids[k] for k in idx]) * goal).sum(1)).mean()
-            loss = loss + (1 - (student([lt_ids[k] for k in idx]) * goal).sum(1)).mean()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        report = held_out() | {"epoch": epoch}
-        LOG.info("epoch %d: %s", epoch, report)
-        if score(report) > score(best):
-            best, best_vectors = report, table.weight.detach().clone()
+    best, best_vectors = train_towards(
+        table,
+        en_ids,
+        lt_ids,
+        targets,
+        train,
+        held,
+        rng,
+        epochs=epochs,
+        lr=0.003,
+        score=lambda report: report["cos_en"] + report["cos_lt"],
+    )
 
     # Step 4: back to `dims` columns, per-row int8.
     reduced, kept = reduce_dims(best_vectors.numpy(), dims, "pca")
