@@ -165,10 +165,10 @@ def print_growth(title: str, steps: list[dict[str, Any]]) -> None:
 
 
 def demo_definitions() -> list[dict[str, Any]]:
-    definitions: list[dict[str, Any]] = []
-    for path in sorted((DATA / "catalog").glob("*.json")):
-        definitions += json.loads(path.read_text(encoding="utf-8"))
-    return definitions
+    """The demo catalog's definitions, as copies a bench may change."""
+    from toolsearch.demo import demo_tools
+
+    return copy.deepcopy(list(demo_tools()))
 
 
 def _variant(definition: dict[str, Any], instance: str, copy_number: int) -> dict[str, Any]:
@@ -208,14 +208,10 @@ def scaled_definitions(size: int) -> list[dict[str, Any]]:
 
 def evaluation_queries() -> list[str]:
     """Every question of the evaluation set, English then Lithuanian, in file order."""
-    english, lithuanian = [], []
-    for path in sorted((DATA / "questions").glob("*.json")):
-        for question in json.loads(path.read_text(encoding="utf-8")):
-            if question.get("en"):
-                english.append(question["en"])
-            if question.get("lt"):
-                lithuanian.append(question["lt"])
-    return english + lithuanian
+    from toolsearch.evaluation import load_questions
+
+    questions = load_questions()
+    return [q.text[lang] for lang in ("en", "lt") for q in questions if lang in q.text]
 
 
 def load_dev_embedder() -> Any:
