@@ -20,6 +20,8 @@ import httpx
 import pytest
 
 from fixtures.faulty_upstream import Fault, RunningFaulty, blackhole, refused_url, running_faulty, tool
+from fixtures.hostile_upstream import running_hostile
+from fixtures.hostile_upstream import tool as hostile_tool
 from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
@@ -302,3 +304,39 @@ async def test_a_hanging_call_does_not_hold_up_other_callers(faulty):
         hanging.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await hanging
+
+
+# -- one caller's failure stays with that caller; a call reaches the upstream at most once
+
+
+@pytest.mark.parametrize("status", [400, 404, 405])
+async def test_a_write_answered_with_a_plain_4xx_is_sent_once_and_changes_nothing_for_others(faulty, status):
+    faulty.upstream.fault("notes_delete", Fault.status_code(status), times=1)  # a JSON body, not JSON-RPC
+    async with (
+        proxy_client(settings(faulty.url)) as alice,
+        proxy_client(settings(faulty.url), "tok-bob") as bob,
+    ):
+        await tool_result(alice, "search_tools", {"query": "notes"})
+        result = await tool_result(alice, "call_write_tool", {"name": "notes_delete", "arguments": {"id": 1}})
+        error = error_of(result)
+        assert (error["kind"], error["status"], error["tool"]) == ("bad_response", status, "notes_delete")
+        assert len(faulty.upstream.seen("tools/call")) == 1  # not re-sent after any era switch
+        # Every caller, alice too, is still served in the era the upstream speaks.
+        assert not (await read_call(bob, "notes_get", {"id": 2}))["isError"]
+        assert not (await read_call(alice, "notes_get", {"id": 3}))["isError"]
+    assert faulty.upstream.seen("initialize") == []
+
+
+async def test_a_catalog_too_large_for_one_caller_fails_that_caller_only():
+    huge = [hostile_tool(f"bulk_{n}", description="padding " * 1_000) for n in range(200)]  # ~1.6 MB
+    with running_hostile(catalogs={"Bearer tok-alice": huge}) as server:
+        config = settings(server.url, max_catalog_bytes=500_000)
+        async with proxy_client(config) as alice, proxy_client(config, "tok-bob") as bob:
+            for _ in range(2):  # a refused catalog is not cached, neither as empty nor as the error
+                error = error_of(await tool_result(alice, "search_tools", {"query": "bulk"}))
+                assert error["kind"] == "too_large" and "max_catalog_bytes" in error["message"]
+                found = await tool_result(bob, "search_tools", {"query": "notes"})
+                assert {t["name"] for t in found["structuredContent"]["tools"]} == {
+                    "notes_get",
+                    "notes_delete",
+                }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import gc
 import hashlib
 import json
 import socket
@@ -13,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.hostile_upstream import TOOLS, Canned, RunningHostile, running_hostile
+from fixtures.hostile_upstream import tool as hostile_tool
 from fixtures.sdk_upstream import (
     INSTRUCTIONS,
     RunningUpstream,
@@ -222,20 +226,44 @@ async def test_legacy_sessions_are_per_caller(legacy_server):
         await upstream.aclose()
 
 
-async def test_expired_legacy_session_is_renewed_once(legacy_server):
+async def test_expired_legacy_session_fails_the_call_once_and_renews_for_the_next(legacy_server):
     upstream = Upstream(legacy_server.url, FAST)
     try:
         tools = await tools_by_name(upstream)
         legacy_server.expire_sessions()
         since = len(legacy_server.requests)
-        result = await upstream.call_tool(ALICE, tools["echo"], {"message": "again"})
-        assert result["structuredContent"] == {"message": "again"}
-        requests = new_requests(legacy_server, since)
-        assert [(r.rpc_method, r.status) for r in requests] == [
-            ("tools/call", 404),
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.call_tool(ALICE, tools["echo"], {"message": "again"})
+        assert (caught.value.kind, caught.value.status) == ("session_expired", 404)
+        assert "not sent again" in caught.value.message
+        assert [(r.rpc_method, r.status) for r in new_requests(legacy_server, since)] == [("tools/call", 404)]
+
+        since = len(legacy_server.requests)
+        result = await upstream.call_tool(ALICE, tools["echo"], {"message": "once more"})
+        assert result["structuredContent"] == {"message": "once more"}
+        assert [(r.rpc_method, r.status) for r in new_requests(legacy_server, since)] == [
             ("initialize", 200),
             ("notifications/initialized", 202),
             ("tools/call", 200),
+        ]
+    finally:
+        await upstream.aclose()
+
+
+async def test_expired_legacy_session_is_renewed_once_for_a_listing(legacy_server):
+    upstream = Upstream(legacy_server.url, FAST)
+    try:
+        await upstream.list_tools(ALICE)
+        legacy_server.expire_sessions()
+        since = len(legacy_server.requests)
+        listing = await upstream.list_tools(ALICE)
+        assert len(listing.tools) == 306
+        requests = new_requests(legacy_server, since)
+        assert [(r.rpc_method, r.status) for r in requests[:4]] == [
+            ("tools/list", 404),
+            ("initialize", 200),
+            ("notifications/initialized", 202),
+            ("tools/list", 200),
         ]
     finally:
         await upstream.aclose()
@@ -472,7 +500,8 @@ async def test_modern_error_on_400_is_not_mistaken_for_legacy(scripted):
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
     assert (caught.value.kind, caught.value.code) == ("rpc_error", -32020)
-    assert app.methods() == ["tools/call"]  # no initialize
+    assert app.methods() == ["server/discover", "tools/call"]  # no initialize
+    assert upstream.era == "modern"  # a recognized modern error answered discovery
     await upstream.aclose()
 
 
@@ -612,7 +641,7 @@ async def test_session_id_that_is_not_visible_ascii_is_refused(scripted):
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
     assert caught.value.kind == "bad_response" and "session id" in caught.value.message
-    assert app.methods() == ["tools/call", "initialize"]
+    assert app.methods() == ["server/discover", "initialize"]  # the call is never the era's probe
     await upstream.aclose()
 
 
@@ -631,3 +660,257 @@ async def test_cookies_from_one_answer_never_ride_on_the_next_request(scripted):
     await upstream.call_tool(BOB, tool("a"), {})
     assert len(seen) == 2 and "cookie" not in seen[1]
     await upstream.aclose()
+
+
+# -- a counting, hostile upstream: the era is the upstream's, a call is sent at most once
+
+
+@pytest.fixture
+def hostile() -> Iterator[RunningHostile]:
+    with running_hostile() as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [Canned.text(404), Canned.html(400), Canned.text(405)],
+    ids=["404 text/plain", "400 text/html", "405 text/plain"],
+)
+async def test_one_callers_plain_4xx_is_that_callers_error_and_changes_no_era(hostile, refusal):
+    upstream = Upstream(hostile.url, FAST)
+    try:
+        await upstream.list_tools(ALICE)
+        hostile.upstream.call_answers.append(refusal)
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.call_tool(ALICE, TOOLS[1], {"id": 1})
+        assert (caught.value.kind, caught.value.status) == ("bad_response", refusal.status)
+        assert upstream.era == "modern"
+        # Every other caller (and alice again) is served in the modern era, with no handshake.
+        assert (await upstream.call_tool(BOB, TOOLS[1], {"id": 2}))["content"][0][
+            "text"
+        ] == "ran notes_delete"
+        assert (await upstream.call_tool(ALICE, TOOLS[1], {"id": 3}))["isError"] is False
+        assert "initialize" not in hostile.upstream.methods()
+    finally:
+        await upstream.aclose()
+
+
+AT_MOST_ONCE_CASES = [
+    "404",
+    "400 text/html",
+    "405",
+    "unsupported version",
+    "era change",
+    "legacy session expired",
+    "timeout",
+]
+UNSUPPORTED = {
+    "code": -32022,
+    "message": "Unsupported protocol version",
+    "data": {"supported": ["2025-11-25"]},
+}
+
+
+@pytest.mark.parametrize("case", AT_MOST_ONCE_CASES)
+async def test_a_tools_call_reaches_the_upstream_at_most_once(case):
+    era = "legacy" if case == "legacy session expired" else "dual"
+    settings = FAST.replace(upstream_timeout=0.5) if case == "timeout" else FAST
+    with running_hostile(era=era) as server:
+        upstream = Upstream(server.url, settings)
+        try:
+            await upstream.list_tools(ALICE)
+            hostile = server.upstream
+            if case == "404":
+                hostile.call_answers.append(Canned.text(404))
+            elif case == "400 text/html":
+                hostile.call_answers.append(Canned.html(400))
+            elif case == "405":
+                hostile.call_answers.append(Canned.text(405))
+            elif case == "unsupported version":  # a JSON-RPC answer naming handshake versions only
+                error = json.dumps({"jsonrpc": "2.0", "id": 0, "error": UNSUPPORTED}).encode()
+                hostile.call_answers.append(Canned(400, "application/json", error))
+            elif case == "era change":
+                hostile.era = "legacy"  # the upstream was replaced by a handshake-era one
+            elif case == "legacy session expired":
+                hostile.expire_sessions()
+            else:
+                hostile.call_delay = 3
+            try:
+                await upstream.call_tool(ALICE, TOOLS[1], {"id": 1})
+                outcome = "a result"
+            except UpstreamError as exc:
+                outcome = exc.kind
+            assert hostile.calls == 1, f"the caller got {outcome}"
+            # What the caller is told: its own error, never a second attempt's result.
+            expected = {
+                "unsupported version": "rpc_error",
+                "legacy session expired": "session_expired",
+                "timeout": "timeout",
+            }
+            assert outcome == expected.get(case, "bad_response")
+        finally:
+            await upstream.aclose()
+
+
+async def test_discovery_refused_for_one_caller_decides_no_era_for_the_others(hostile):
+    # A front end refuses every request with bob's (say, 10 KB) Authorization header.
+    hostile.upstream.refused[BOB] = Canned.html(400)
+    upstream = Upstream(hostile.url, FAST)
+    try:
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.list_tools(BOB)
+        assert (caught.value.kind, caught.value.status) == ("bad_response", 400)
+        assert "server/discover" in caught.value.message and "initialize" in caught.value.message
+        assert upstream.era is None
+        listing = await upstream.list_tools(ALICE)
+        assert [t["name"] for t in listing.tools] == ["notes_get", "notes_delete"]
+        assert upstream.era == "modern" and listing.instructions == "new"
+    finally:
+        await upstream.aclose()
+
+
+async def test_a_failed_era_check_keeps_the_era_for_the_others(hostile):
+    upstream = Upstream(hostile.url, FAST.replace(upstream_era_ttl=0))  # every request checks again
+    try:
+        await upstream.list_tools(ALICE)
+        hostile.upstream.refused[BOB] = Canned.html(400)
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.call_tool(BOB, TOOLS[1], {"id": 1})
+        # bob's check proved nothing (the fallback was tried too); his call went out in the era
+        # still standing and got the front end's answer, which is his alone.
+        assert (caught.value.kind, caught.value.status) == ("bad_response", 400)
+        assert "initialize" in hostile.upstream.methods()
+        assert upstream.era == "modern"
+        assert (await upstream.call_tool(ALICE, TOOLS[1], {"id": 2}))["isError"] is False
+        assert hostile.upstream.calls == 2  # one each
+    finally:
+        await upstream.aclose()
+
+
+async def test_the_era_is_checked_again_after_upstream_era_ttl():
+    with running_hostile(era="legacy") as server:
+        fresh = Upstream(server.url, FAST)  # the default: five minutes
+        expiring = Upstream(server.url, FAST.replace(upstream_era_ttl=0))
+        try:
+            for upstream in (fresh, expiring):
+                await upstream.list_tools(ALICE)
+                assert upstream.era == "legacy"
+            server.upstream.era = "modern"  # the upstream was upgraded
+            listing = await expiring.list_tools(ALICE)
+            assert expiring.era == "modern" and listing.instructions == "new"
+            assert (await expiring.call_tool(ALICE, TOOLS[1], {"id": 1}))["isError"] is False
+            discovers = server.upstream.methods().count("server/discover")
+            with pytest.raises(UpstreamError):
+                await fresh.list_tools(ALICE)  # still legacy within its five minutes
+            assert server.upstream.methods().count("server/discover") == discovers
+        finally:
+            await fresh.aclose()
+            await expiring.aclose()
+
+
+async def test_concurrent_first_requests_share_one_discovery(hostile):
+    hostile.upstream.discover_delay = 0.3
+    upstream = Upstream(hostile.url, FAST)
+    try:
+        callers = [f"Bearer caller-{n}" for n in range(20)]
+        results = await asyncio.gather(*(upstream.call_tool(c, TOOLS[0], {"id": 1}) for c in callers))
+        assert all(result["isError"] is False for result in results)
+        assert hostile.upstream.methods().count("server/discover") == 1
+        assert hostile.upstream.calls == 20
+    finally:
+        await upstream.aclose()
+
+
+# -- a catalog's size is bounded
+
+
+def padded_tools(count: int, size: int) -> list[dict]:
+    return [hostile_tool(f"t{n}", description="x" * size) for n in range(count)]
+
+
+async def test_a_catalog_over_max_catalog_bytes_fails_that_caller_only(hostile):
+    hostile.upstream.catalogs[ALICE] = padded_tools(100, 10_000)  # ~1 MB in 10 pages of ~100 KB
+    hostile.upstream.page_size = 10
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_bytes=250_000))
+    try:
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.list_tools(ALICE)
+        assert caught.value.kind == "too_large"
+        assert "250000 bytes" in caught.value.message and "max_catalog_bytes" in caught.value.message
+        assert hostile.upstream.methods().count("tools/list") == 3  # the third page was cut off unread
+        assert [t["name"] for t in (await upstream.list_tools(BOB)).tools] == ["notes_get", "notes_delete"]
+    finally:
+        await upstream.aclose()
+
+
+async def test_a_catalog_over_max_catalog_tools_fails_that_caller_only(hostile):
+    hostile.upstream.catalogs[ALICE] = padded_tools(120, 10)
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_tools=100))
+    try:
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.list_tools(ALICE)
+        assert caught.value.kind == "too_large"
+        assert "100 tools" in caught.value.message and "max_catalog_tools" in caught.value.message
+        assert len((await upstream.list_tools(BOB)).tools) == 2
+    finally:
+        await upstream.aclose()
+
+
+# -- a request HTTP cannot carry is named, never sent, never retried
+
+
+@pytest.mark.parametrize(
+    ("authorization", "why"),
+    [
+        ("Bearer alice ", "whitespace"),
+        (" Bearer alice", "whitespace"),
+        ("Bearer al\x00ice", "control character"),
+        ("Bearer ali\r\nX-Injected: 1", "control character"),
+        ("Bearer alič", "outside ASCII"),
+    ],
+)
+async def test_an_authorization_header_http_cannot_carry_is_named_and_never_sent(hostile, authorization, why):
+    upstream = Upstream(hostile.url, FAST.replace(list_retries=3))
+    try:
+        for attempt in (upstream.list_tools(authorization), upstream.call_tool(authorization, TOOLS[0], {})):
+            with pytest.raises(UpstreamError) as caught:
+                await attempt
+            assert caught.value.kind == "bad_request"
+            assert "Authorization header" in caught.value.message and why in caught.value.message
+            assert "alice" not in caught.value.message  # the value itself is never repeated
+        assert hostile.upstream.seen == []  # nothing was sent, so nothing was retried
+    finally:
+        await upstream.aclose()
+
+
+async def test_text_that_is_not_unicode_is_refused_before_sending(hostile):
+    upstream = Upstream(hostile.url, FAST)
+    try:
+        await upstream.list_tools(ALICE)
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.call_tool(ALICE, TOOLS[0], {"id": "\ud800"})  # a lone surrogate
+        assert caught.value.kind == "bad_request"
+        assert hostile.upstream.calls == 0
+    finally:
+        await upstream.aclose()
+
+
+async def test_no_task_exception_is_left_unretrieved_when_discovery_and_listing_both_fail(hostile):
+    loop = asyncio.get_running_loop()
+    unretrieved: list[dict] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+    upstream = Upstream(hostile.url, FAST)
+    try:
+        await upstream.list_tools(ALICE)  # the era is known: discovery runs beside the pages
+        hostile.upstream.refused["Bearer refused"] = Canned(503, "text/plain", b"down")
+        for failing in ("Bearer alice ", "Bearer refused"):  # unsendable; refused by every request
+            with contextlib.suppress(UpstreamError):  # its kind is another test's business
+                await upstream.list_tools(failing)
+        await asyncio.sleep(0.05)
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+        await upstream.aclose()
+    assert [c.get("message") for c in unretrieved] == []

@@ -50,8 +50,30 @@ class Settings:
         "Upstream",
         metavar="N",
     )
+    upstream_era_ttl: float = _setting(
+        300.0,
+        "Seconds the upstream's protocol era (2026-07-28, or the initialize handshake), learnt from "
+        "server/discover, holds before it is checked again.",
+        "Upstream",
+        metavar="SECONDS",
+    )
     max_list_pages: int = _setting(
         100, "Most pages of tools/list followed for one catalog.", "Upstream", metavar="N"
+    )
+    max_catalog_bytes: int = _setting(
+        10_000_000,
+        "Largest tool list one caller may have, in bytes of tools/list JSON (all pages together); "
+        "a larger one fails that caller's listing with `too_large`. Each MB listed costs about "
+        "14 MiB of memory at its peak (docs/reliability.md).",
+        "Upstream",
+        metavar="BYTES",
+    )
+    max_catalog_tools: int = _setting(
+        10_000,
+        "Most tools one caller's tool list may have (all pages together); more fail that caller's "
+        "listing with `too_large`.",
+        "Upstream",
+        metavar="N",
     )
     max_result_bytes: int = _setting(
         5_000_000,

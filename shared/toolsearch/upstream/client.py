@@ -4,11 +4,14 @@ Speaks MCP 2026-07-28 (every request carries its protocol version, client
 info and capabilities in `_meta`, mirrored into headers) and falls back to the
 `initialize` handshake of 2025-11-25 (answers of 2025-06-18 and 2025-03-26
 accepted) when the upstream turns out to be a legacy server. The era is learnt
-once per Upstream, so after the first request each call costs one round trip.
+from the discovery exchange only (era.py), once per `upstream_era_ttl`, one
+discovery at a time; between checks each call costs one round trip.
 
 Each request carries the caller's Authorization header and nothing else of
-theirs; cookies are never kept. Listing is retried on transient failures;
-calls never are, since a call may have run even when its answer was lost.
+theirs; cookies are never kept. Listing is retried on transient failures. A
+tools/call is sent at most once: never retried, never re-sent after an era
+check or a legacy session's renewal, since a call may have run even when its
+answer was lost.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,20 +32,26 @@ from toolsearch import __version__
 from toolsearch.settings import Settings
 
 from . import headers as mcp_headers
+from .era import (
+    LEGACY,
+    LEGACY_VERSIONS,
+    MODERN,
+    MODERN_VERSION,
+    EraMemory,
+    answers,
+    read_discovery,
+    refuses_as_modern,
+    rpc_error,
+)
 from .errors import RETRYABLE, UpstreamError
 from .sessions import LegacySession, SessionStore, caller_key
 from .wire import ACCEPT, Reply, exchange, retry_after
 
 log = logging.getLogger("toolsearch.upstream")
 
-MODERN_VERSION = "2026-07-28"
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")  # first is the one we ask for
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-
-HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
-METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 
 RETRY_AFTER_CAP = 10.0  # seconds: a listing is waited for by a caller
 BACKOFF_BASE, BACKOFF_CAP = 0.25, 4.0
@@ -74,10 +83,6 @@ class _NoCookies(http.cookiejar.CookiePolicy):
         return False
 
 
-class _LegacyUpstream(Exception):
-    """Raised inside a modern-only request when the upstream proves to be legacy."""
-
-
 class Upstream:
     def __init__(
         self,
@@ -103,7 +108,17 @@ class Upstream:
         self._limit = settings.max_result_bytes + max(settings.max_result_bytes // 4, 64 * 1024)
         self._ids = itertools.count(1)
         self._sessions = SessionStore(max_sessions)
-        self.era: str | None = None  # "modern" | "legacy" once known
+        self._era = EraMemory(settings.upstream_era_ttl)
+        self._discovering: asyncio.Future[None] | None = None  # set while one discovery runs
+
+    @property
+    def era(self) -> str | None:
+        """ "modern" | "legacy" as last learnt from the upstream (None before the first discovery)."""
+        return self._era.known
+
+    @era.setter
+    def era(self, era: str) -> None:
+        self._era.learn(era)
 
     @property
     def _sender(self) -> httpx.AsyncClient | httpx.AsyncBaseTransport:
@@ -157,8 +172,12 @@ class Upstream:
             except mcp_headers.InvalidHeaderAnnotation as exc:
                 raise UpstreamError("bad_response", f"the tool's definition is invalid: {exc}") from None
             extra = {"Mcp-Name": mcp_headers.encode_value(name), **mcp_headers.mirror(params, arguments)}
-            result = await self._deadline(
-                self._rpc(authorization, "tools/call", {"name": name, "arguments": arguments}, extra)
+            limit = self._settings.upstream_timeout
+            deadline = asyncio.get_running_loop().time() + limit
+            # The era is settled before the call is sent, so that nothing learnt after it can send it again.
+            era, _ = await self._deadline(self._settle_era(authorization, deadline))
+            result, _ = await self._deadline(
+                self._request(authorization, era, "tools/call", {"name": name, "arguments": arguments}, extra)
             )
             if result.get("isError") is True:
                 outcome = "tool_error"
@@ -175,27 +194,95 @@ class Upstream:
                 (time.monotonic() - started) * 1000,
             )
 
+    # -- the era
+
+    async def _settle_era(self, authorization: str | None, deadline: float) -> tuple[str, str | None]:
+        """The era to speak, and this caller's instructions when its own discovery just read them.
+
+        A fresh era is used as it is. Otherwise one discovery runs at a time: the others wait for it
+        when nothing is known yet, or go on with the stale era while it is checked. A discovery that
+        proves nothing (this caller's 401, a front end's 400 to its header) fails this caller only;
+        the others then try their own.
+        """
+        era = self._era.fresh()
+        if era is not None:
+            return era, None
+        running = self._discovering
+        if running is not None:
+            if self._era.known is not None:
+                return self._era.known, None
+            await asyncio.shield(running)  # never fails: the outcome is read from self._era
+            era = self._era.fresh()
+            if era is not None:
+                return era, None
+        leading = self._discovering is None
+        if leading:
+            self._discovering = asyncio.get_running_loop().create_future()
+        try:
+            era, instructions = await self._retrying(lambda: self._discover_era(authorization), deadline)
+            if era == MODERN and self._era.known == LEGACY:
+                self._sessions.clear()  # so that a later return to the handshake starts afresh
+            self._era.learn(era)
+        except UpstreamError as exc:
+            stale = self._era.known
+            if stale is None:
+                raise
+            # The check failed for this caller; the era it was checking still stands until the next check.
+            log.info("upstream era check failed (%s); keeping the %s era", exc.kind, stale)
+            return stale, None
+        finally:
+            if leading:
+                done, self._discovering = self._discovering, None
+                if done is not None and not done.done():
+                    done.set_result(None)
+        return era, instructions
+
+    async def _discover_era(self, authorization: str | None) -> tuple[str, str | None]:
+        """Ask server/discover as a modern request; fall back to initialize as the spec says."""
+        body = self._body("server/discover", {"_meta": self._meta()})
+        headers = self._headers(authorization, MODERN_VERSION, "server/discover", {})
+        reply = await self._deadline(self._exchange(headers, body))
+        verdict = read_discovery(reply, body["id"])
+        if verdict == "modern":
+            result = reply.message.get("result") if answers(reply.message, body["id"]) else None
+            instructions = result.get("instructions") if isinstance(result, dict) else None
+            return MODERN, instructions if isinstance(instructions, str) else ""
+        if verdict == "nothing":
+            _result(reply, body["id"])  # raises this caller's error
+            raise UpstreamError("bad_response", "the upstream's answer to server/discover is not MCP")
+        try:
+            session = await self._deadline(self._legacy_session(authorization, renew=True))
+        except UpstreamError as exc:
+            refusal = {"code": exc.code, "data": exc.data} if exc.kind == "rpc_error" else None
+            if refuses_as_modern(refusal) or (refusal and answers(reply.message, body["id"])):
+                # Both answered as JSON-RPC, and a legacy server never refuses initialize: a modern
+                # server whose server/discover fails. It still lists tools.
+                log.warning("upstream server/discover failed, initialize refused: modern, no instructions")
+                return MODERN, ""
+            if exc.kind == "bad_response" and exc.status is not None and 400 <= exc.status < 500:
+                raise UpstreamError(
+                    "bad_response",
+                    f"the upstream answered neither server/discover (HTTP {reply.status}) nor initialize "
+                    f"(HTTP {exc.status}) as an MCP server; its protocol era is unknown",
+                    status=exc.status,
+                ) from None
+            raise
+        return LEGACY, session.instructions
+
     # -- listing
 
     async def _list(self, authorization: str | None, deadline: float) -> tuple[str, list[list[Any]]]:
+        era, instructions = await self._settle_era(authorization, deadline)
         discover: asyncio.Task[str] | None = None
-        if self.era is None:
-            try:
-                instructions = await self._retrying(lambda: self._discover(authorization), deadline)
-            except _LegacyUpstream:
-                instructions = None
-        elif self.era == "modern":
-            discover = asyncio.create_task(self._retrying(lambda: self._discover(authorization), deadline))
-            instructions = None
-        else:
-            instructions = None
+        if era == MODERN and instructions is None:
+            # This caller's own instructions (another caller's discovery settled the era).
+            asking = self._retrying(lambda: self._instructions(authorization), deadline)
+            discover = asyncio.create_task(asking)
+            discover.add_done_callback(_retrieve)  # read even when the pages fail first
         try:
-            pages = await self._pages(authorization, deadline)
+            pages = await self._pages(authorization, era, deadline)
             if discover is not None:
-                try:
-                    instructions = await discover
-                except _LegacyUpstream:
-                    instructions = None
+                instructions = await discover
         finally:
             if discover is not None and not discover.done():
                 discover.cancel()
@@ -204,31 +291,46 @@ class Upstream:
             instructions = session.instructions if session else ""
         return instructions, pages
 
-    async def _discover(self, authorization: str | None) -> str:
+    async def _instructions(self, authorization: str | None) -> str:
         try:
-            result = await self._deadline(
-                self._rpc(authorization, "server/discover", {}, {}, modern_only=True)
-            )
+            result, _ = await self._deadline(self._request(authorization, MODERN, "server/discover", {}, {}))
         except UpstreamError as exc:
-            if exc.kind == "rpc_error":  # a modern server without discover still lists tools
+            if exc.kind == "rpc_error":  # a modern server whose discover fails still lists tools
                 log.warning("upstream server/discover failed with code %s; no instructions", exc.code)
                 return ""
             raise
         instructions = result.get("instructions")
         return instructions if isinstance(instructions, str) else ""
 
-    async def _pages(self, authorization: str | None, deadline: float) -> list[list[Any]]:
+    async def _pages(self, authorization: str | None, era: str, deadline: float) -> list[list[Any]]:
+        max_bytes, max_tools = self._settings.max_catalog_bytes, self._settings.max_catalog_tools
         pages: list[list[Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
+        listed_bytes = listed_tools = 0
         for _ in range(max(1, self._settings.max_list_pages)):
             params = {"cursor": cursor} if cursor is not None else {}
-            result = await self._retrying(
-                lambda p=params: self._deadline(self._rpc(authorization, "tools/list", p, {})), deadline
-            )
+            # A page may take what is left of the catalog's bytes, so a catalog too large is never read whole.
+            left = max_bytes - listed_bytes
+            limit = min(self._limit, left)
+            try:
+                result, size = await self._retrying(
+                    lambda p=params, n=limit: self._deadline(
+                        self._request(authorization, era, "tools/list", p, {}, limit=n)
+                    ),
+                    deadline,
+                )
+            except UpstreamError as exc:
+                if exc.kind == "too_large" and limit == left:
+                    raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes") from None
+                raise
             tools = result.get("tools")
             if not isinstance(tools, list):
                 raise UpstreamError("bad_response", "the upstream's tools/list answer has no list of tools")
+            listed_bytes += size
+            listed_tools += len(tools)
+            if listed_tools > max_tools:
+                raise _catalog_too_large(f"more than {max_tools} tools", "max_catalog_tools")
             pages.append(tools)
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
@@ -241,7 +343,7 @@ class Upstream:
         log.warning("upstream tools/list has more than %d pages; keeping the first ones", len(pages))
         return pages
 
-    async def _retrying(self, attempt: Any, deadline: float) -> Any:
+    async def _retrying(self, attempt: Callable[[], Awaitable[Any]], deadline: float) -> Any:
         retries = max(0, self._settings.list_retries)
         for n in itertools.count():
             try:
@@ -258,7 +360,7 @@ class Upstream:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _deadline(self, request: Any) -> dict:
+    async def _deadline(self, request: Awaitable[Any]) -> Any:
         try:
             async with asyncio.timeout(self._settings.upstream_timeout):
                 return await request
@@ -267,63 +369,58 @@ class Upstream:
                 "timeout", f"the upstream did not answer within {self._settings.upstream_timeout:g} s"
             ) from None
 
-    # -- one request, in either era
+    # -- one request, in a known era
 
-    async def _rpc(
+    async def _request(
         self,
         authorization: str | None,
+        era: str,
         method: str,
         params: dict[str, Any],
         extra_headers: dict[str, str],
         *,
-        modern_only: bool = False,
-    ) -> dict:
-        renewed = False
-        for _ in range(4):  # bounded: one era switch, one session renewal
-            if self.era != "legacy":
-                body = self._body(method, {**params, "_meta": self._meta()})
-                headers = self._headers(authorization, MODERN_VERSION, method, extra_headers)
-                reply = await exchange(
-                    self._sender, self.url, headers, body, limit=self._limit, timeout=self._timeout
-                )
-                era = _era_of(reply, body["id"], method)
-                if era == "legacy":
-                    self._switch("legacy")
-                    if modern_only:
-                        raise _LegacyUpstream
-                    continue
-                if self.era is None and reply.status < 400:
-                    self._switch("modern")
-                return _result(reply, body["id"])
+        limit: int = 0,
+    ) -> tuple[dict, int]:
+        """The result of one request and the bytes its answer took. Whatever the upstream answers,
+        a tools/call is sent once: an answer that looks like another era is this caller's error."""
+        if era == MODERN:
+            body = self._body(method, {**params, "_meta": self._meta()})
+            headers = self._headers(authorization, MODERN_VERSION, method, extra_headers)
+            reply = await self._exchange(headers, body, limit)
+            return _result(reply, body["id"]), reply.size
+        for renewal in (False, True):
             session = await self._legacy_session(authorization)
             body = self._body(method, params)
             headers = self._headers(authorization, session.protocol_version, method, extra_headers)
             if session.session_id:
                 headers["Mcp-Session-Id"] = session.session_id
-            reply = await exchange(
-                self._sender, self.url, headers, body, limit=self._limit, timeout=self._timeout
-            )
-            if reply.status == 404 and session.session_id and not renewed:
-                # The upstream forgot the session (expired, restarted): hand-shake again, once.
+            reply = await self._exchange(headers, body, limit)
+            if reply.status == 404 and session.session_id:
+                # The upstream forgot the session (expired, restarted): the next request hand-shakes again.
                 self._sessions.drop(caller_key(authorization), session)
-                renewed = True
-                continue
-            return _result(reply, body["id"])
-        raise UpstreamError("bad_response", "the upstream's protocol era could not be settled")
+                if method == "tools/call":
+                    raise UpstreamError(
+                        "session_expired",
+                        "the upstream had forgotten this caller's session (HTTP 404), so it most likely "
+                        "did not run the call; the call was not sent again. A new session opens with "
+                        "the next request: call again if it is still wanted.",
+                        status=404,
+                    )
+                if not renewal:
+                    continue
+            return _result(reply, body["id"]), reply.size
+        raise AssertionError("unreachable")
 
-    async def _legacy_session(self, authorization: str | None) -> LegacySession:
+    async def _legacy_session(self, authorization: str | None, *, renew: bool = False) -> LegacySession:
         key = caller_key(authorization)
-        session = self._sessions.get(key)
+        session = None if renew else self._sessions.get(key)
         if session is not None:
             return session
         body = self._body(
             "initialize",
             {"protocolVersion": LEGACY_VERSIONS[0], "capabilities": {}, "clientInfo": self._client_info},
         )
-        headers = self._headers(authorization, None, None, {})
-        reply = await exchange(
-            self._sender, self.url, headers, body, limit=self._limit, timeout=self._timeout
-        )
+        reply = await self._exchange(self._headers(authorization, None, None, {}), body)
         result = _result(reply, body["id"])
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
@@ -341,9 +438,7 @@ class Upstream:
         headers = self._headers(authorization, version, None, {})
         if session.session_id:
             headers["Mcp-Session-Id"] = session.session_id
-        ack = await exchange(
-            self._sender, self.url, headers, notice, limit=self._limit, timeout=self._timeout
-        )
+        ack = await self._exchange(headers, notice)
         if ack.status >= 400:
             _raise_for_status(ack)
         self._sessions.put(key, session)
@@ -351,6 +446,11 @@ class Upstream:
         return session
 
     # -- message building
+
+    async def _exchange(self, headers: dict[str, str], body: dict[str, Any], limit: int = 0) -> Reply:
+        return await exchange(
+            self._sender, self.url, headers, body, limit=limit or self._limit, timeout=self._timeout
+        )
 
     def _body(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
@@ -371,40 +471,18 @@ class Upstream:
             headers["Authorization"] = authorization
         return headers
 
-    def _switch(self, era: str) -> None:
-        if self.era != era:
-            log.info("upstream speaks the %s protocol era", era)
-        self.era = era
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Read a task's outcome, so that a failure nobody awaited is not logged as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
-def _era_of(reply: Reply, request_id: int, method: str) -> str | None:
-    """ "legacy" when a reply to a modern request shows a handshake-era upstream, else None."""
-    error = _rpc_error(reply.message)
-    if error is not None and error.get("code") == UNSUPPORTED_VERSION:
-        data = error.get("data")
-        supported = data.get("supported") if isinstance(data, dict) else None
-        if isinstance(supported, list) and any(v in LEGACY_VERSIONS for v in supported):
-            return "legacy"  # it speaks only handshake versions we share
-        return None  # modern, without a version we share: surfaces as rpc_error
-    if method == "server/discover" and error is not None and error.get("code") == METHOD_NOT_FOUND:
-        return "legacy"  # every modern server implements discover; only a legacy one lacks it
-    if reply.status not in (400, 404, 405):
-        return None
-    if error is None:
-        return "legacy"
-    code, same_id = error.get("code"), reply.message.get("id") == request_id  # type: ignore[union-attr]
-    if code in (HEADER_MISMATCH, MISSING_CAPABILITY):
-        return None
-    if code in (METHOD_NOT_FOUND, INVALID_PARAMS) and same_id:
-        return None  # a modern answer to this very request
-    return "legacy"  # a transport-level refusal (no session, unknown version header) by a legacy server
-
-
-def _rpc_error(message: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    error = message.get("error")
-    return error if isinstance(error, dict) and isinstance(error.get("code"), int) else None
+def _catalog_too_large(what: str, setting: str) -> UpstreamError:
+    return UpstreamError(
+        "too_large",
+        f"the upstream's tool list for this caller is too large: {what} (the proxy's {setting} setting)",
+    )
 
 
 def _raise_for_status(reply: Reply) -> None:
@@ -435,7 +513,7 @@ def _raise_for_status(reply: Reply) -> None:
     if status == 413:
         raise UpstreamError("too_large", "the upstream refused the request as too large", status=413)
     if status >= 300:
-        error = _rpc_error(reply.message)
+        error = rpc_error(reply.message)
         if error is not None:
             raise _from_rpc(error, status)
         raise UpstreamError("bad_response", f"the upstream answered HTTP {status}", status=status)
@@ -448,7 +526,7 @@ def _result(reply: Reply, request_id: int) -> dict:
         raise UpstreamError(
             "bad_response", "the upstream answered without a JSON-RPC response", status=reply.status
         )
-    error = _rpc_error(message)
+    error = rpc_error(message)
     if error is not None:
         raise _from_rpc(error, reply.status)
     if message.get("id") != request_id or message.get("jsonrpc") != "2.0":

@@ -14,6 +14,8 @@ KINDS = (
     "bad_response",  # not JSON, malformed, a cut stream, an unexpected status
     "too_large",  # the answer exceeds the byte bound
     "rpc_error",  # the upstream answered a JSON-RPC error (see code and data)
+    "bad_request",  # our request could not be sent as it is (e.g. a header HTTP forbids); nothing was sent
+    "session_expired",  # a legacy upstream had forgotten the caller's session; the call was not re-sent
 )
 
 RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})

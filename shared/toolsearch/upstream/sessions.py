@@ -44,5 +44,8 @@ class SessionStore:
         if self._entries.get(key) == session:
             del self._entries[key]
 
+    def clear(self) -> None:
+        self._entries.clear()
+
     def __len__(self) -> int:
         return len(self._entries)

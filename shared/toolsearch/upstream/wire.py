@@ -3,13 +3,17 @@
 Reads at most `limit` bytes of JSON (or of any one SSE event), so an
 oversized answer fails as "too_large" without being held in memory. Network
 failures become UpstreamError; HTTP statuses are left to the caller, which
-knows the protocol era.
+knows the protocol era. A request that HTTP cannot carry (a header value with
+surrounding whitespace or a control character) is refused before anything is
+sent, as "bad_request" naming the header, never retried as if the network had
+failed.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import re
 import time
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -22,6 +26,9 @@ from .sse import EventTooLarge, SSEParser
 
 ACCEPT = "application/json, text/event-stream"
 _ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
+# A header value HTTP/1.1 can carry as httpx sends it: visible ASCII, with single spaces or tabs
+# inside but not at either end (RFC 9110 field-value; h11 refuses anything else).
+_FIELD_VALUE = re.compile(r"[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +36,7 @@ class Reply:
     status: int
     headers: httpx.Headers
     message: dict[str, Any] | None  # the JSON-RPC response to our id, or a JSON error body; None if none
+    size: int = 0  # bytes of the answer read (the whole SSE stream up to the answer)
 
 
 async def exchange(
@@ -40,7 +48,13 @@ async def exchange(
     limit: int,
     timeout: httpx.Timeout,
 ) -> Reply:
-    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    _check_headers(headers)
+    try:
+        payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        raise UpstreamError(
+            "bad_request", "the request holds text that is not valid Unicode; it was not sent"
+        ) from None
     request_id = body.get("id")
     try:
         if isinstance(http, httpx.AsyncBaseTransport):
@@ -58,6 +72,10 @@ async def exchange(
         raise UpstreamError("connect", f"could not connect to the upstream ({type(exc).__name__})") from None
     except httpx.TimeoutException:
         raise UpstreamError("timeout", "the upstream did not answer in time") from None
+    except httpx.LocalProtocolError:
+        # Our request is not valid HTTP (the header check above should have said which part):
+        # nothing reached the upstream, and sending it again would fail the same way.
+        raise UpstreamError("bad_request", "the request is not valid HTTP; it was not sent") from None
     except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
         raise UpstreamError(
             "bad_response", f"the upstream broke off its answer ({type(exc).__name__})"
@@ -72,15 +90,17 @@ async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
         return Reply(status, headers, None)
     if not 200 <= status < 300:
         raw = await _read_bounded(response, _ERROR_BODY_LIMIT, quiet=True)
-        return Reply(status, headers, _json_object(raw) if raw else None)
+        return Reply(status, headers, _json_object(raw) if raw else None, len(raw))
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type == "text/event-stream":
-        return Reply(status, headers, await _read_sse(response, request_id, limit))
+        message, size = await _read_sse(response, request_id, limit)
+        return Reply(status, headers, message, size)
     if media_type == "application/json" or media_type.endswith("+json"):
-        message = _json_object(await _read_bounded(response, limit))
+        raw = await _read_bounded(response, limit)
+        message = _json_object(raw)
         if message is None:
             raise UpstreamError("bad_response", "the upstream answered something that is not a JSON object")
-        return Reply(status, headers, message)
+        return Reply(status, headers, message, len(raw))
     raise UpstreamError(
         "bad_response", f"the upstream answered an unexpected content type ({media_type or 'none'})"
     )
@@ -101,11 +121,13 @@ async def _read_bounded(response: httpx.Response, limit: int, *, quiet: bool = F
     return b"".join(chunks)
 
 
-async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> dict[str, Any]:
+async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> tuple[dict[str, Any], int]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     parser = SSEParser(max_event_chars=limit)
+    size = 0
     try:
         async for chunk in response.aiter_bytes():
+            size += len(chunk)
             for event in parser.feed(decoder.decode(chunk)):
                 if event.type != "message":
                     continue
@@ -113,11 +135,25 @@ async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> di
                 if message is None:
                     raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
                 if message.get("id") == request_id and ("result" in message or "error" in message):
-                    return message
+                    return message, size
                 # Anything else (progress, log messages, requests we cannot answer) is skipped.
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
+
+
+def _check_headers(headers: dict[str, str]) -> None:
+    """Refuse, by name, a header that HTTP cannot carry; its value is never repeated (it may be a token)."""
+    for name, value in headers.items():
+        if not value or _FIELD_VALUE.fullmatch(value):
+            continue
+        if value != value.strip(" \t"):
+            why = "it begins or ends with whitespace"
+        elif not value.isascii():
+            why = "it holds characters outside ASCII"
+        else:
+            why = "it holds a control character (such as CR, LF or NUL)"
+        raise UpstreamError("bad_request", f"the {name} header cannot be sent: {why}; nothing was sent")
 
 
 def _not_json(constant: str) -> Any:
