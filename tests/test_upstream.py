@@ -843,6 +843,20 @@ async def test_a_catalog_over_max_catalog_bytes_fails_that_caller_only(hostile):
         await upstream.aclose()
 
 
+async def test_the_catalog_bound_counts_every_byte_of_an_sse_listing(hostile):
+    # Three pages, each small, but each after 100 KB of notifications (10 KB each) read and skipped.
+    hostile.upstream.catalogs[ALICE] = padded_tools(6, 10)
+    hostile.upstream.page_size, hostile.upstream.list_sse_padding = 2, 100_000
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_bytes=250_000))
+    try:
+        with pytest.raises(UpstreamError) as caught:
+            await upstream.list_tools(ALICE)
+        assert caught.value.kind == "too_large" and "max_catalog_bytes" in caught.value.message
+        assert hostile.upstream.methods().count("tools/list") == 3
+    finally:
+        await upstream.aclose()
+
+
 async def test_a_catalog_over_max_catalog_tools_fails_that_caller_only(hostile):
     hostile.upstream.catalogs[ALICE] = padded_tools(120, 10)
     upstream = Upstream(hostile.url, FAST.replace(max_catalog_tools=100))

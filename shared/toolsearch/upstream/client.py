@@ -208,6 +208,8 @@ class Upstream:
         if era is not None:
             return era, None
         running = self._discovering
+        if running is not None and running.get_loop() is not asyncio.get_running_loop():
+            running = self._discovering = None  # left by an event loop that is gone
         if running is not None:
             if self._era.known is not None:
                 return self._era.known, None
@@ -312,6 +314,8 @@ class Upstream:
             params = {"cursor": cursor} if cursor is not None else {}
             # A page may take what is left of the catalog's bytes, so a catalog too large is never read whole.
             left = max_bytes - listed_bytes
+            if left <= 0:
+                raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
             limit = min(self._limit, left)
             try:
                 result, size = await self._retrying(
@@ -327,8 +331,10 @@ class Upstream:
             tools = result.get("tools")
             if not isinstance(tools, list):
                 raise UpstreamError("bad_response", "the upstream's tools/list answer has no list of tools")
-            listed_bytes += size
+            listed_bytes += size  # an SSE answer is bounded per event: its whole stream is counted here
             listed_tools += len(tools)
+            if listed_bytes > max_bytes:
+                raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
             if listed_tools > max_tools:
                 raise _catalog_too_large(f"more than {max_tools} tools", "max_catalog_tools")
             pages.append(tools)
@@ -448,9 +454,8 @@ class Upstream:
     # -- message building
 
     async def _exchange(self, headers: dict[str, str], body: dict[str, Any], limit: int = 0) -> Reply:
-        return await exchange(
-            self._sender, self.url, headers, body, limit=limit or self._limit, timeout=self._timeout
-        )
+        limit = limit if limit > 0 else self._limit
+        return await exchange(self._sender, self.url, headers, body, limit=limit, timeout=self._timeout)
 
     def _body(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
