@@ -299,3 +299,20 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
     assert second.proxy is not first.proxy
     assert second.proxy.telemetry.total("catalog", event="catalog_hit_shared") == 1
     assert second.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 0
+
+
+@pytest.mark.parametrize("forwarded_host", ['evil.example", error="forged', "évil.example", "a b"])
+def test_a_forged_forwarded_host_is_not_reflected_on_lambda(shared_handler, forwarded_host):
+    evt = event("http-api-discover.json")
+    evt["requestContext"]["http"]["method"] = "GET"
+    evt["rawPath"] = evt["requestContext"]["http"]["path"] = "/.well-known/oauth-protected-resource/mcp"
+    evt["routeKey"] = "GET /.well-known/oauth-protected-resource/mcp"
+    evt.pop("body")
+    evt["isBase64Encoded"] = False
+    evt["headers"]["x-forwarded-host"] = forwarded_host
+
+    response, document = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 200
+    assert document["resource"] == f"https://{evt['headers']['host']}/mcp"
+    assert not response["headers"]["cache-control"].startswith("public")

@@ -59,9 +59,8 @@ class McpEndpoint:
     # -- HTTP
 
     async def protected_resource_metadata(self, request: Request) -> Response:
-        return JSONResponse(
-            await self.oauth.metadata(request), headers={"Cache-Control": "public, max-age=300"}
-        )
+        document = await self.oauth.metadata(request)
+        return JSONResponse(document.body, headers={"Cache-Control": document.cache_control})
 
     async def not_allowed(self, request: Request) -> Response:
         return JSONResponse(
