@@ -153,3 +153,14 @@ def test_the_function_build_counts_the_model_the_layer_will_hold(tmp_path, pytho
     done = make(FUNCTION_MAKEFILE, "build-ProxyFunction", python, artifacts, MODEL_DIR=str(model))
     assert done.returncode != 0
     assert "too large for Lambda" in done.stderr and "model layer 261.5 MB" in done.stderr
+
+
+def test_the_layer_holds_the_model_and_its_tokenizer_sidecar(tmp_path, python_without_pip):
+    python, _log = python_without_pip
+    layer = tmp_path / ".aws-sam" / "build" / "ModelLayer"
+    layer.mkdir(parents=True)
+    done = make(LAYER_MAKEFILE, "build-ModelLayer", python, layer, MODEL_DIR=str(BUNDLED_MODEL))
+    assert done.returncode == 0, done.stderr
+    built = {p.name for p in (layer / "model").iterdir()}
+    assert {"model.safetensors", "tokenizer.json", "tokenizer.unigram"} <= built
+    assert "bytes under Lambda's limit" in done.stdout

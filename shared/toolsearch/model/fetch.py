@@ -448,6 +448,10 @@ def fetch_model(
         from toolsearch.model.prepare import prepare_model
 
         prepare_model(raw_dir, model_dir, quantize=quantize, dims=dims)
+    else:
+        from toolsearch.model.unigram import write_sidecar
+
+        write_sidecar(model_dir)  # the vocabulary as the loader maps it (prepare does it too)
     return model_dir
 
 
