@@ -17,7 +17,8 @@ Both models get the tokenizer's sidecar (tokenizer.unigram), as the layer build 
 --no-sidecar removes it. Synthetic models are built once under --work by bench/bench_model_load.py's
 builder. With --build, the handler and its libraries come from a `sam build`
 output folder instead of the venv (build it for this machine's architecture:
-`LAMBDA_ARCH=x86_64 sam build --build-dir DIR`), so the trimmed package and its
+`sam build --parameter-overrides Architecture=x86_64 --build-dir DIR/build`, then
+`--build DIR/build`), so the trimmed package and its
 precompiled bytecode are what is timed. Model files are in the page cache
 (warm disk); Lambda's first touch of the layer also reads from its storage.
 """
