@@ -168,6 +168,14 @@ class Settings:
     max_body_bytes: int = _setting(
         1_000_000, "Largest request body accepted, in bytes.", "Server", metavar="BYTES"
     )
+    request_read_timeout: float = _setting(
+        15.0,
+        "Seconds a client has to send a request's headers, and again its body. A slower body gets 408 "
+        "and the connection is closed; so are slow headers, and a new connection silent that long "
+        "(`serve` only: uvicorn bounds neither), so trickling clients cannot hold connections open.",
+        "Server",
+        metavar="SECONDS",
+    )
     public_url: str = _setting(
         "",
         "The proxy's own public URL, for OAuth protected-resource metadata; empty derives it from "
