@@ -64,11 +64,12 @@ class ToolService:
         self.catalogs = catalogs
         self._upstream_call = upstream_call
         self._schemas = {
-            tool["name"]: tool["inputSchema"] for tool in T.proxy_tools(max(1, settings.max_batch_calls))
+            tool["name"]: tool["inputSchema"]
+            for tool in T.proxy_tools(max(1, settings.max_batch_calls), settings.max_query_chars)
         }
 
     def definitions(self) -> list[dict[str, Any]]:
-        return T.proxy_tools(self.settings.max_batch_calls)
+        return T.proxy_tools(self.settings.max_batch_calls, self.settings.max_query_chars)
 
     def has_tool(self, name: str) -> bool:
         return any(tool["name"] == name for tool in self.definitions())
@@ -120,7 +121,9 @@ class ToolService:
         with_schemas = bool(arguments.get("schemas", True))
         entry = await self._catalog(caller)
         asked = [query] if queries is None else list(queries)
-        ranked = entry.index.search(asked, limit)
+        # Ranking is CPU work (milliseconds on a large catalog): in a worker thread, the event loop
+        # goes on serving other callers meanwhile.
+        ranked = await asyncio.to_thread(entry.index.search, asked, limit)
         lists = []
         for text, hits in zip(asked, ranked, strict=True):
             positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]

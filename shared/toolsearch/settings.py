@@ -119,6 +119,14 @@ class Settings:
         "Tools",
         metavar="CHARS",
     )
+    max_query_chars: int = _setting(
+        500,
+        "Most characters in one search_tools query; the tool's schema states it, and a longer query is "
+        "refused as invalid arguments. Models write a few words; 500 holds a long sentence in any "
+        "language (a Chinese or Japanese character counts as one).",
+        "Tools",
+        metavar="CHARS",
+    )
     pinned_tools: list[str] = _setting(
         [],
         "Comma-separated upstream tools listed directly beside the five (for the few a model uses "
