@@ -4,7 +4,9 @@ Everything is built at import, once per execution environment: settings from
 TOOLSEARCH_* variables, the model (from the layer at /opt/model), the proxy
 with its catalog caches, and the DynamoDB tier when TOOLSEARCH_DYNAMODB_TABLE
 is set. Invocations reuse it all. Works for API Gateway HTTP API (v2), REST API
-(v1) and function URL events alike; Mangum reads the shape from the event.
+(v1) and function URL events alike; Mangum reads the shape from the event. An
+event it cannot read gets a 400 proxy response instead of an exception (which the
+gateway would turn into a bare 502); anything else, a 400 saying it is not HTTP.
 
 Logs are Powertools JSON with the Lambda context and `cold_start`; the event
 itself is never logged (it carries the caller's Authorization header).
@@ -20,7 +22,7 @@ from aws_lambda_powertools import Logger  # noqa: E402
 from mangum import Mangum  # noqa: E402
 
 from toolsearch.app import build_proxy  # noqa: E402
-from toolsearch.lambda_support import EmfMetrics, InvocationLoop, catalog_tier, is_http_event  # noqa: E402
+from toolsearch.lambda_support import EmfMetrics, InvocationLoop, answer_event, catalog_tier  # noqa: E402
 from toolsearch.logs import configure_logging  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
@@ -61,12 +63,6 @@ def handler(event: dict, context: object) -> dict:
         )
     loop.make_current()
     try:
-        return adapter(event, context)
-    except RuntimeError:
-        if is_http_event(adapter, event, context):
-            raise
-        # A direct invoke or a test event from the console: say so instead of a stack trace.
-        logger.warning("not an HTTP event: expected API Gateway or a function URL")
-        return {"statusCode": 400, "error": "not an HTTP event: expected API Gateway or a function URL"}
+        return answer_event(adapter, event, context)
     finally:
         metrics.flush()

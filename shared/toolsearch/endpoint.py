@@ -9,6 +9,7 @@ session is minted or required; GET and DELETE answer 405.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Mapping
@@ -133,13 +134,25 @@ class McpEndpoint:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
         body = bytearray()
+        deadline = self.settings.request_read_timeout
         try:
-            async for chunk in request.stream():
-                body += chunk
-                if len(body) > limit:
-                    raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
+            # One deadline for the whole body: a client trickling it would hold its connection for ever.
+            async with asyncio.timeout(deadline):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > limit:
+                        raise P.RpcError(
+                            P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413
+                        )
         except ClientDisconnect as exc:
             raise P.RpcError(P.INVALID_REQUEST, "Client went away", http_status=400) from exc
+        except TimeoutError as exc:
+            raise P.RpcError(
+                P.INVALID_REQUEST,
+                f"Request body not received within {deadline:g} s",
+                http_status=408,
+                headers={"Connection": "close"},
+            ) from exc
         return bytes(body)
 
     # -- protocol
