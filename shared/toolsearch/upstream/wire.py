@@ -1,7 +1,9 @@
 """One JSON-RPC exchange over streamable HTTP: POST, then read a JSON body or an SSE stream.
 
 Reads at most `limit` bytes of JSON (or of any one SSE event), so an
-oversized answer fails as "too_large" without being held in memory. Network
+oversized answer fails as "too_large" without being held in memory. Of an SSE
+answer, only the response is kept, and the call's progress notifications go to
+its `ProgressRelay` when it has one; everything else is skipped. Network
 failures become UpstreamError; HTTP statuses are left to the caller, which
 knows the protocol era. A request that HTTP cannot carry (a header value with
 surrounding whitespace or a control character) is refused before anything is
@@ -21,10 +23,12 @@ from typing import Any
 
 import httpx
 
+from ..progress import ProgressRelay
 from .errors import UpstreamError
 from .sse import EventTooLarge, SSEParser
 
 ACCEPT = "application/json, text/event-stream"
+PROGRESS = "notifications/progress"
 _ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
 # A header value HTTP/1.1 can carry as httpx sends it: visible ASCII, with single spaces or tabs
 # inside but not at either end (RFC 9110 field-value; h11 refuses anything else).
@@ -47,6 +51,7 @@ async def exchange(
     *,
     limit: int,
     timeout: httpx.Timeout,
+    progress: ProgressRelay | None = None,
 ) -> Reply:
     _check_headers(headers)
     try:
@@ -63,11 +68,11 @@ async def exchange(
             )
             response = await http.handle_async_request(request)
             try:
-                return await _read(response, request_id, limit)
+                return await _read(response, request_id, limit, progress)
             finally:
                 await response.aclose()
         async with http.stream("POST", url, content=payload, headers=headers, timeout=timeout) as response:
-            return await _read(response, request_id, limit)
+            return await _read(response, request_id, limit, progress)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise UpstreamError("connect", f"could not connect to the upstream ({type(exc).__name__})") from None
     except httpx.TimeoutException:
@@ -84,7 +89,9 @@ async def exchange(
         raise UpstreamError("connect", f"could not reach the upstream ({type(exc).__name__})") from None
 
 
-async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
+async def _read(
+    response: httpx.Response, request_id: Any, limit: int, progress: ProgressRelay | None
+) -> Reply:
     status, headers = response.status_code, response.headers
     if status == 202:
         return Reply(status, headers, None)
@@ -93,7 +100,7 @@ async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
         return Reply(status, headers, _json_object(raw) if raw else None, len(raw))
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type == "text/event-stream":
-        message, size = await _read_sse(response, request_id, limit)
+        message, size = await _read_sse(response, request_id, limit, progress)
         return Reply(status, headers, message, size)
     if media_type == "application/json" or media_type.endswith("+json"):
         raw = await _read_bounded(response, limit)
@@ -121,7 +128,9 @@ async def _read_bounded(response: httpx.Response, limit: int, *, quiet: bool = F
     return b"".join(chunks)
 
 
-async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> tuple[dict[str, Any], int]:
+async def _read_sse(
+    response: httpx.Response, request_id: Any, limit: int, progress: ProgressRelay | None
+) -> tuple[dict[str, Any], int]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     parser = SSEParser(max_event_chars=limit)
     size = 0
@@ -136,7 +145,9 @@ async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> tu
                     raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
                 if message.get("id") == request_id and ("result" in message or "error" in message):
                     return message, size
-                # Anything else (progress, log messages, requests we cannot answer) is skipped.
+                if progress is not None and message.get("method") == PROGRESS and "id" not in message:
+                    await progress.offer(message.get("params"))  # the relay checks token and params
+                # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
