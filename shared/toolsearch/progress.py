@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # A client draws progress as a bar or a line of text: a hundred updates move a bar by every percent.
-# Each relayed event adds up to ~2 KB to the answer, which Lambda buffers whole (6 MB with the result),
-# so a flood costs the caller at most ~200 KB, whatever the upstream sends.
+# An event holds at most ~2.5 KB (a message of MAX_MESSAGE_CHARS, a token of MAX_TOKEN_CHARS), so a
+# flood adds at most ~250 KB to the answer, which Lambda buffers whole (6 MB with the result).
 MAX_RELAYED = 100
 MAX_MESSAGE_CHARS = 500  # a status line, not a report
 # The caller's own token comes back in every event: a long one would multiply the answer.
