@@ -29,6 +29,7 @@ from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .oauth import ProtectedResource
 from .progress import ProgressSink, caller_token
+from .results import error_result
 from .service import AuthFailure, ToolService
 from .settings import Settings
 from .streaming import ProgressStream, accepts_event_stream
@@ -312,17 +313,25 @@ class McpEndpoint:
         modern_headers: Mapping[str, str] | None,
         progress: ProgressSink | None,
     ) -> dict[str, Any]:
-        catalog = (await self.service.catalogs.get(caller)).catalog
-        if name not in catalog.by_name:
-            raise P.RpcError(P.INVALID_PARAMS, f"Unknown tool: {name}")
-        if modern_headers is not None:
-            # We list this tool as the upstream defines it, x-mcp-header and all, so we are the
-            # server that must check the Mcp-Param-* headers a client mirrors from its arguments.
-            check_param_headers(
-                catalog.by_name[name].definition.get("inputSchema"), arguments, modern_headers
-            )
-        # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
-        result = await self.service.call_tool(caller, name, arguments, read_only=False, progress=progress)
+        try:
+            catalog = (await self.service.catalogs.get(caller)).catalog
+            if name not in catalog.by_name:
+                raise P.RpcError(P.INVALID_PARAMS, f"Unknown tool: {name}")
+            if modern_headers is not None:
+                # We list this tool as the upstream defines it, x-mcp-header and all, so we are the
+                # server that must check the Mcp-Param-* headers a client mirrors from its arguments.
+                check_param_headers(
+                    catalog.by_name[name].definition.get("inputSchema"), arguments, modern_headers
+                )
+            # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
+            result = await self.service.call_tool(caller, name, arguments, read_only=False, progress=progress)
+        except UpstreamError as exc:
+            # The caller's catalog could not be listed: as for the five tools, a refusal is the
+            # caller's HTTP status and anything else a tool error, never an internal error.
+            if exc.kind in ("unauthorized", "forbidden"):
+                raise AuthFailure(exc) from exc
+            details = {k: v for k, v in exc.to_data().items() if k not in ("error", "message")}
+            result = error_result(exc.kind, exc.message, tool=name, **details)
         self.telemetry.count("tool_call", tool="pinned", outcome="error" if result.get("isError") else "ok")
         return result
 
