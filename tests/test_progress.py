@@ -143,6 +143,8 @@ class ScriptedProgress:
     """
 
     script: Callable[[Any, Any], Iterator[Any]]
+    description: str = "Works."
+    instructions: str = ""
     release: threading.Event = field(default_factory=threading.Event)
     tokens: list[Any] = field(default_factory=list)
     endings: list[str] = field(default_factory=list)  # "answered" | "disconnected" | "released"
@@ -151,11 +153,20 @@ class ScriptedProgress:
         message = json.loads(await read_asgi_body(receive))
         method, request_id = message.get("method"), message.get("id")
         if method == "server/discover":
-            result = {"supportedVersions": [MODERN], "capabilities": {"tools": {}}}
+            result = {
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {}},
+                "instructions": self.instructions,
+            }
             await _json(send, {"jsonrpc": "2.0", "id": request_id, "result": result})
             return
         if method == "tools/list":
-            work = {"name": "work", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+            work = {
+                "name": "work",
+                "description": self.description,
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": True},
+            }
             await _json(send, {"jsonrpc": "2.0", "id": request_id, "result": {"tools": [work]}})
             return
         token = message["params"].get("_meta", {}).get("progressToken")
@@ -259,7 +270,6 @@ async def test_only_well_formed_progress_under_the_proxys_token_reaches_the_call
         yield json.dumps(progress(token, 0)).replace('"progress": 0', '"progress": 1e999').encode()
         yield progress(token, 1, total="all")
         yield progress(token, 1, message=7)
-        yield progress(token, 1, message="\ud800")  # a lone surrogate: no UTF-8 answer can hold it
         yield {"jsonrpc": "2.0", "method": "notifications/progress", "params": ["not", "an", "object"]}
         yield progress(token, 1, total=10_000, message=secret + "x" * 10_000)
         yield progress(token, 1)  # not increasing
@@ -362,6 +372,36 @@ async def until(condition: Callable[[], Any], *, what: str) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"waited 20 s for {what}")
+
+
+# -- upstream text that is not Unicode (found through progress messages)
+
+
+async def test_upstream_text_that_is_not_unicode_is_mended_wherever_it_lands_not_a_500(hostile_proxy):
+    # "\ud800" is valid JSON and reads as a lone surrogate, which no UTF-8 answer can carry.
+    def script(token: Any, request_id: Any) -> Iterator[Any]:
+        if len(upstream.tokens) == 3:  # the third call fails
+            yield {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32000, "message": "bad \ud800"}}
+            return
+        yield progress(token, 1, message="step \udc00")
+        yield answer(request_id, "half a pair: \ud800, a whole one: \U0001f600")
+
+    upstream, _proxy, url = hostile_proxy(script)
+    upstream.description, upstream.instructions = "Works \ud800 hard.", "Be \udfff kind."
+    async with httpx.AsyncClient(headers={"Authorization": "Bearer carol"}, timeout=30) as http:
+        hello = await http.post(url, **legacy("initialize", {"protocolVersion": "2025-11-25"}))
+        described = await http.post(url, **call("describe_tool", {"names": ["work"]}))
+        reply = await http.post(url, **asking("t"))
+        plain = await http.post(url, **call("call_read_tool", {"name": "work", "arguments": {}}))
+        failed = await http.post(url, **call("call_read_tool", {"name": "work", "arguments": {}}))
+
+    assert "Be \ufffd kind." in hello.json()["result"]["instructions"]
+    assert described.json()["result"]["structuredContent"]["tools"][0]["description"] == "Works \ufffd hard."
+    note, final = events_of(reply.content)
+    assert note["params"]["message"] == "step \ufffd"
+    for result in (final["result"], plain.json()["result"]):
+        assert result["content"][0]["text"] == "half a pair: \ufffd, a whole one: \U0001f600"
+    assert failed.json()["result"]["structuredContent"]["error"]["message"] == "bad \ufffd"
 
 
 # -- what a request may ask

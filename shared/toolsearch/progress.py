@@ -99,7 +99,7 @@ class ProgressRelay:
         if self._last is not None and progress <= self._last:
             return None
         if message is not None:
-            if not isinstance(message, str) or not _encodable(message):
+            if not isinstance(message, str):
                 return None
             if len(message) > MAX_MESSAGE_CHARS:
                 message = message[: MAX_MESSAGE_CHARS - 1] + "…"
@@ -110,12 +110,3 @@ def _finite(value: Any) -> bool:
     if type(value) is int:
         return -_INT_BOUND <= value < _INT_BOUND
     return type(value) is float and math.isfinite(value)
-
-
-def _encodable(text: str) -> bool:
-    # JSON's \ud800 escapes read as lone surrogates, which no UTF-8 answer can carry.
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -30,6 +30,9 @@ from .sse import EventTooLarge, SSEParser
 ACCEPT = "application/json, text/event-stream"
 PROGRESS = "notifications/progress"
 _ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff): only then can a parsed string hold a lone one.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a regex: faster than `in` on large answers
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A header value HTTP/1.1 can carry as httpx sends it: visible ASCII, with single spaces or tabs
 # inside but not at either end (RFC 9110 field-value; h11 refuses anything else).
 _FIELD_VALUE = re.compile(r"[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*")
@@ -177,7 +180,51 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
         value = json.loads(raw, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if _SURROGATE_ESCAPE.search(raw):
+        _mend_lone_surrogates(value)
+    return value
+
+
+def _mend_lone_surrogates(value: dict[str, Any]) -> None:
+    """Replace, in place, each lone surrogate (JSON's `\\ud800` reads as one) with U+FFFD.
+
+    Such text is valid JSON but not Unicode: no UTF-8 answer can carry it, so anything the upstream
+    wrote that way (a result, a description, an error message) is mended as a UTF-8 decoder mends a
+    bad byte, rather than failing whatever answer it later lands in. Pairs were joined when parsed.
+    """
+    stack: list[Any] = [value]
+    while stack:  # not recursive: a value may be nested as deep as the parser allowed
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(_mended(key) is not None for key in node):
+                items = [(_mended(key) or key, item) for key, item in node.items()]
+                node.clear()
+                node.update(items)
+            slots: Any = node.items()
+        elif isinstance(node, list):
+            slots = enumerate(node)
+        else:
+            continue
+        for slot, item in list(slots):
+            if isinstance(item, str):
+                mended = _mended(item)
+                if mended is not None:
+                    node[slot] = mended
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+
+
+def _mended(text: str) -> str | None:
+    """`text` with its lone surrogates replaced by U+FFFD; None when it has none (the usual case)."""
+    if text.isascii():  # O(1): CPython knows
+        return None
+    try:
+        text.encode("utf-8")  # twice as fast as searching for them
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return None
 
 
 def _too_large(limit: int) -> UpstreamError:
