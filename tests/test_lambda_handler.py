@@ -22,8 +22,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (a pytest fixture)
 from toolsearch.catalogs import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
+from toolsearch.upstream.sse import SSEParser
 
 pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite and dynamo_table, for the shared-tier test
 
@@ -515,3 +517,47 @@ def test_an_answer_mangum_cannot_convert_is_a_json_rpc_error_not_a_raise(load_ha
 
     assert response["statusCode"] in (401, 500)
     assert isinstance(response["body"], str) and "error" in json.loads(response["body"])
+
+
+def with_body(evt: dict[str, Any], body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    raw = json.dumps(body)
+    evt["body"] = base64.b64encode(raw.encode()).decode() if evt["isBase64Encoded"] else raw
+    evt["headers"]["content-length"] = str(len(raw.encode()))
+    evt["headers"].update(headers)
+    if "multiValueHeaders" in evt:  # a REST API event: Mangum reads this one
+        evt["multiValueHeaders"]["content-length"] = [evt["headers"]["content-length"]]
+        evt["multiValueHeaders"].update({name: [value] for name, value in headers.items()})
+    return evt
+
+
+def progress_call(shape: str, token: str | None) -> dict[str, Any]:
+    """A 2026-07-28 call_read_tool of the fixture's report_progress, asking for progress when `token`."""
+    evt = event(f"{shape}-search-tools.json")
+    body = request_body(evt)
+    body["params"]["name"] = "call_read_tool"
+    body["params"]["arguments"] = {"name": "report_progress", "arguments": {"steps": 3}}
+    if token is not None:
+        body["params"]["_meta"]["progressToken"] = token
+    return with_body(evt, body, **{"mcp-name": "call_read_tool"})
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_progress_is_one_buffered_event_stream_on_lambda(load_handler, sdk_upstream, shape):  # noqa: F811
+    module = load_handler(TOOLSEARCH_UPSTREAM=sdk_upstream.url, TOOLSEARCH_EMBEDDER="none")
+
+    response = module.handler(progress_call(shape, "lambda-1"), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert response["headers"]["content-type"].startswith("text/event-stream")
+    assert response["isBase64Encoded"] is False  # text: no base64 growth toward the 6 MB limit
+    events = SSEParser(max_event_chars=1_000_000).feed(response["body"])
+    *notes, final = [json.loads(e.data) for e in events]
+    assert [note["params"] for note in notes] == [
+        {"progressToken": "lambda-1", "progress": step, "total": 3, "message": f"step {step} of 3"}
+        for step in (1, 2, 3)
+    ]
+    assert final["id"] == 3 and final["result"]["structuredContent"] == {"steps": 3}
+
+    plain, reply = invoke(module, progress_call(shape, None))  # no token: the JSON answer as before
+    assert plain["headers"]["content-type"] == "application/json"
+    assert reply["result"]["structuredContent"] == {"steps": 3}

@@ -6,12 +6,13 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Protocol
 
 from . import tooldefs as T
 from .catalog import Tool
 from .catalogs import Caller, CatalogStore, IndexedCatalog
+from .progress import Progress, ProgressSink
 from .results import error_result, limit_result, structured_result
 from .settings import Settings
 from .upstream import UpstreamError
@@ -27,7 +28,18 @@ EXACT_NAME_PREFIX = "select:"
 # nearly all, stay on the loop, where the hop (0.1-0.7 ms on a busy host) costs more than it saves.
 THREAD_ABOVE_CHARS = 200
 
-UpstreamCall = Callable[[str | None, Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+
+class UpstreamCall(Protocol):
+    """`Upstream.call_tool`: one call, sent once; its progress, if asked for, goes to `progress`."""
+
+    def __call__(
+        self,
+        authorization: str | None,
+        tool: Mapping[str, Any],
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> Awaitable[dict[str, Any]]: ...
 
 
 class AuthFailure(Exception):
@@ -79,8 +91,19 @@ class ToolService:
     def has_tool(self, name: str) -> bool:
         return any(tool["name"] == name for tool in self.definitions())
 
-    async def call(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run one of the five tools; every failure but the caller's auth comes back as data."""
+    async def call(
+        self,
+        caller: Caller,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """Run one of the five tools; every failure but the caller's auth comes back as data.
+
+        `progress` receives the progress of a call through call_read_tool or call_write_tool (the
+        upstream's), or of a call_read_tools batch (calls finished of all); the others report none.
+        """
         problems = argument_errors(self._schemas[name], arguments)
         if problems:
             return error_result(
@@ -96,13 +119,13 @@ class ToolService:
                 return await self.describe_tool(caller, arguments["names"])
             if name == T.CALL_READ_TOOL:
                 return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=True
+                    caller, arguments["name"], arguments.get("arguments"), read_only=True, progress=progress
                 )
             if name == T.CALL_READ_TOOLS:
-                return await self.call_read_tools(caller, arguments["calls"])
+                return await self.call_read_tools(caller, arguments["calls"], progress=progress)
             if name == T.CALL_WRITE_TOOL:
                 return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=False
+                    caller, arguments["name"], arguments.get("arguments"), read_only=False, progress=progress
                 )
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
@@ -178,12 +201,19 @@ class ToolService:
     # -- calls
 
     async def call_tool(
-        self, caller: Caller, name: str, arguments: Any, *, read_only: bool, max_bytes: int | None = None
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        *,
+        read_only: bool,
+        max_bytes: int | None = None,
+        progress: ProgressSink | None = None,
     ) -> dict[str, Any]:
         """One upstream call; its result is cut to `max_bytes` (default max_result_bytes), with a note."""
         started = time.perf_counter()
         limit = max_bytes or self.settings.max_result_bytes
-        result, outcome = await self._call_tool(caller, name, arguments, read_only, limit)
+        result, outcome = await self._call_tool(caller, name, arguments, read_only, limit, progress)
         # A name the catalog lacks is whatever the model wrote: it stays out of the log.
         logged_name = "(unknown)" if outcome == "unknown_tool" else name
         logger.info(
@@ -197,7 +227,13 @@ class ToolService:
         return result
 
     async def _call_tool(
-        self, caller: Caller, name: str, arguments: Any, read_only: bool, max_bytes: int
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        read_only: bool,
+        max_bytes: int,
+        progress: ProgressSink | None,
     ) -> tuple[dict[str, Any], str]:
         entry = await self._catalog(caller)
         tool = entry.catalog.get(name)
@@ -226,7 +262,9 @@ class ToolService:
         if problems:
             return _invalid(tool, problems), "invalid_arguments"
         try:
-            result = await self._upstream_call(caller.authorization, tool.definition, arguments)
+            result = await self._upstream_call(
+                caller.authorization, tool.definition, arguments, progress=progress
+            )
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
@@ -271,22 +309,33 @@ class ToolService:
         result = limit_result(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
 
-    async def call_read_tools(self, caller: Caller, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    async def call_read_tools(
+        self, caller: Caller, calls: Sequence[Mapping[str, Any]], *, progress: ProgressSink | None = None
+    ) -> dict[str, Any]:
+        """The calls, concurrently. With `progress`, the batch reports its own: calls finished of all.
+        The calls' own upstream progress is not asked for: several interleaved counts would not
+        make one that increases, which the spec requires."""
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self.settings.upstream_timeout + 1.0
         # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share.
         share = max(1, self.settings.max_result_bytes // max(1, len(calls)))
+        finished = 0
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:
+            nonlocal finished
             try:
-                return await asyncio.wait_for(
+                result = await asyncio.wait_for(
                     self.call_tool(
                         caller, call["name"], call.get("arguments"), read_only=True, max_bytes=share
                     ),
                     deadline,
                 )
             except TimeoutError:
-                return error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+                result = error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+            finished += 1
+            if progress is not None:
+                await progress(Progress(finished, len(calls), f"{finished} of {len(calls)} calls finished"))
+            return result
 
         results = await asyncio.gather(*(one(call) for call in calls))
         content: list[dict[str, Any]] = []
