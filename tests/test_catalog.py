@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from toolsearch.catalog import Catalog, is_read_only
 from toolsearch.search import Hit
 from toolsearch.search.hybrid import fuse
@@ -61,3 +63,9 @@ def test_short_descriptions_end_at_the_first_real_sentence():
         short_description("Version 2.5 of the API is used. Then more.") == "Version 2.5 of the API is used."
     )
     assert short_description("word " * 100).endswith("…") and len(short_description("word " * 100)) <= 200
+
+
+def test_a_stored_catalog_nested_past_what_json_can_read_is_garbage_not_a_crash():
+    deep = b"[" * 20_000 + b"]" * 20_000
+    with pytest.raises(ValueError, match="not JSON"):
+        Catalog.from_json(b'{"v": 1, "tools": [{"name": "x", "inputSchema": ' + deep + b"}]}")

@@ -107,7 +107,7 @@ class Catalog:
         """Raises ValueError on anything that is not a catalog this version wrote."""
         try:
             obj = json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ValueError("catalog is not JSON") from exc
         if not isinstance(obj, dict) or obj.get("v") != 1 or not isinstance(obj.get("tools"), list):
             raise ValueError("catalog has an unknown shape")

@@ -12,11 +12,19 @@ from typing import Any, Protocol
 from . import tooldefs as T
 from .catalog import Tool
 from .catalogs import Caller, CatalogStore, IndexedCatalog
+from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .progress import Progress, ProgressSink
 from .results import error_result, limit_result, structured_result
 from .settings import Settings
 from .upstream import UpstreamError
-from .validation import SchemaUnusable, argument_errors, clear_typo_of, closest_names
+from .validation import (
+    SchemaUnusable,
+    Uncheckable,
+    argument_errors,
+    check_arguments,
+    clear_typo_of,
+    closest_names,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +112,16 @@ class ToolService:
         `progress` receives the progress of a call through call_read_tool or call_write_tool (the
         upstream's), or of a call_read_tools batch (calls finished of all); the others report none.
         """
-        problems = argument_errors(self._schemas[name], arguments)
+        try:
+            # Our own schemas are small and have no patterns: checked here, on the event loop. The
+            # upstream tool's arguments inside are checked, to MAX_DEPTH, before they are passed on.
+            problems = argument_errors(self._schemas[name], arguments, max_depth=MAX_RELAYED_DEPTH)
+        except Uncheckable as exc:
+            return error_result(
+                "invalid_arguments",
+                f"The arguments of {name} could not be checked against its input schema ({exc}).",
+                problems=[str(exc)],
+            )
         if problems:
             return error_result(
                 "invalid_arguments",
@@ -254,11 +271,16 @@ class ToolService:
         if not isinstance(arguments, dict):
             return _invalid(tool, ["arguments: must be an object"]), "invalid_arguments"
         try:
-            problems = argument_errors(tool.input_schema, arguments)
+            problems = await check_arguments(
+                tool.input_schema, arguments, timeout=self.settings.validation_timeout
+            )
         except SchemaUnusable as exc:
             # The upstream's schema can't be checked here; the upstream still validates the call.
             logger.warning("input schema unusable", extra={"tool": name, "reason": type(exc).__name__})
             problems = []
+        except Uncheckable as exc:
+            # Arguments that could not be checked are never forwarded unchecked.
+            return _unchecked(tool, exc, self.settings.validation_timeout)
         if problems:
             return _invalid(tool, problems), "invalid_arguments"
         try:
@@ -302,6 +324,10 @@ class ToolService:
             return error_result(
                 "bad_response", f"The upstream gave {name} a result that is not an object."
             ), "bad_response"
+        if deeper_than(result, MAX_RELAYED_DEPTH):
+            # Passed on, it could not be written back as JSON (Python's writer stops near 10,000).
+            message = f"The upstream gave {name} a result nested more than {MAX_RELAYED_DEPTH} levels deep."
+            return error_result("bad_response", message, tool=name), "bad_response"
         if result.get("isError") and says_unknown_tool(_first_text(result), name):
             # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
             self.catalogs.invalidate(caller.key)
@@ -316,7 +342,7 @@ class ToolService:
         The calls' own upstream progress is not asked for: several interleaved counts would not
         make one that increases, which the spec requires."""
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
-        deadline = self.settings.upstream_timeout + 1.0
+        deadline = self.settings.validation_timeout + self.settings.upstream_timeout + 1.0
         # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share.
         share = max(1, self.settings.max_result_bytes // max(1, len(calls)))
         finished = 0
@@ -368,8 +394,11 @@ def _first_text(result: Mapping[str, Any]) -> str:
 
 
 def _upstream_details(exc: UpstreamError) -> dict[str, Any]:
-    data = exc.to_data()
-    return {k: v for k, v in data.items() if k not in ("kind", "message")}
+    details = {k: v for k, v in exc.to_data().items() if k not in ("kind", "message")}
+    if deeper_than(details.get("data"), MAX_RELAYED_DEPTH):
+        # An upstream's error data is passed on as it is, unless it could not be written back as JSON.
+        details["data"] = f"(left out: nested more than {MAX_RELAYED_DEPTH} levels deep)"
+    return details
 
 
 def _invalid(tool: Tool, problems: list[str]) -> dict[str, Any]:
@@ -380,6 +409,21 @@ def _invalid(tool: Tool, problems: list[str]) -> dict[str, Any]:
         problems=problems,
         inputSchema=tool.input_schema,
     )
+
+
+def _unchecked(tool: Tool, exc: Uncheckable, timeout: float) -> tuple[dict[str, Any], str]:
+    if exc.reason == "timeout":
+        message = (
+            f"The arguments of {tool.name} could not be checked against its input schema within"
+            f" {timeout:g} s, so it was not called. Shorter or simpler arguments may check in time."
+        )
+        return error_result("validation_timeout", message, tool=tool.name), "validation_timeout"
+    message = (
+        f"The arguments of {tool.name} could not be checked against its input schema ({exc}),"
+        " so it was not called."
+    )
+    result = error_result("invalid_arguments", message, problems=[str(exc)], inputSchema=tool.input_schema)
+    return result, "invalid_arguments"
 
 
 def _unknown_tool(entry: IndexedCatalog, name: str) -> dict[str, Any]:

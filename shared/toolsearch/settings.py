@@ -134,6 +134,13 @@ class Settings:
     max_batch_calls: int = _setting(
         10, "Most calls in one call_read_tools; 0 removes that tool.", "Tools", metavar="N"
     )
+    validation_timeout: float = _setting(
+        5.0,
+        "Seconds to check a call's arguments against the upstream tool's input schema (in a worker "
+        "thread); a check that does not finish in time refuses the call as `validation_timeout`.",
+        "Tools",
+        metavar="SECONDS",
+    )
     max_instructions: int = _setting(
         10_000,
         "Most characters of the upstream's instructions passed on to clients; longer ones are cut, "

@@ -3,15 +3,34 @@
 JSON Schema 2020-12 unless the schema names another dialect in `$schema`.
 `$ref`s resolve inside the schema only: a reference to anything else is never
 fetched (the MCP spec forbids dereferencing network URIs by default).
+
+Both the schema (the upstream's) and the arguments (the caller's) may be
+hostile, so a check is bounded: arguments nested deeper than
+`nesting.MAX_DEPTH` are refused unchecked; the validator classes come from
+`schema_keywords` (regular expressions by RE2, linear-time uniqueness, short
+messages, a deadline checked at every keyword); and `check_arguments` runs
+the check in a worker thread, so a long one holds no other caller up, and
+answers at the deadline even if one step overran it.
+
+A check that cannot finish raises `Uncheckable`: the call is refused, never
+forwarded unchecked. `SchemaUnusable` (an invalid schema, an unknown dialect,
+a `$ref` outside the schema) is the upstream's own problem: its call is
+forwarded and the upstream validates it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
+import itertools
 import logging
+import math
 import re
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import jsonschema
@@ -19,40 +38,72 @@ import jsonschema.exceptions
 import referencing
 import referencing.exceptions
 
+from . import patterns
+from .nesting import MAX_DEPTH, deeper_than
+from .schema_keywords import Check, TimeUp, bounded, checking
+
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_ERRORS = 8
 MAX_QUOTED = 60  # characters of a wrong value quoted back in a message
-MAX_MESSAGE = 400
+MAX_COLLECTED_ERRORS = 64  # errors gathered before the most useful are picked: a bound on work and memory
+MAX_MESSAGE_CHARS = 400
+VALIDATION_THREADS = 4
+# How long past its deadline a check may keep its caller waiting: the worker stops at its next
+# checkpoint, but one step (building a validator, one RE2 match over a long string) cannot be cut.
+_GRACE = 0.25
 
 
 class SchemaUnusable(Exception):
     """The tool's own schema cannot be used to validate (invalid, unknown dialect, external $ref)."""
 
 
-_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], jsonschema.protocols.Validator | SchemaUnusable]] = (
-    OrderedDict()
-)
+class Uncheckable(Exception):
+    """The arguments could not be checked against the schema, so the call must not go ahead.
+
+    `reason` is "too_deep" (the arguments nest deeper than the proxy checks), "too_complex" (the
+    schema's references recurse deeper than Python can follow) or "timeout" (the deadline passed).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return text[:keep] + "…" + text[-keep:]
+
+
+# -- validators, built once per schema
+
+_Built = jsonschema.protocols.Validator | SchemaUnusable | Uncheckable
+_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], _Built]] = OrderedDict()
 _MAX_VALIDATORS = 4096
+_LOCK = threading.Lock()  # checks run in several worker threads
 
 
 def _compiled(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     """The schema's validator, built once per schema object (catalogs are immutable, so ids are stable
     while the entry keeps the schema alive); an unusable schema is remembered as such."""
     key = id(schema)
-    entry = _VALIDATORS.get(key)
+    with _LOCK:
+        entry = _VALIDATORS.get(key)
+        if entry is not None and entry[0] is schema:
+            _VALIDATORS.move_to_end(key)
     if entry is None or entry[0] is not schema:
         try:
-            built: jsonschema.protocols.Validator | SchemaUnusable = _build(schema)
-        except SchemaUnusable as exc:
+            built: _Built = _build(schema)
+        except (SchemaUnusable, Uncheckable) as exc:
             built = exc
         entry = (schema, built)
-        _VALIDATORS[key] = entry
-        while len(_VALIDATORS) > _MAX_VALIDATORS:
-            _VALIDATORS.popitem(last=False)
-    else:
-        _VALIDATORS.move_to_end(key)
-    if isinstance(entry[1], SchemaUnusable):
+        with _LOCK:
+            _VALIDATORS[key] = entry
+            while len(_VALIDATORS) > _MAX_VALIDATORS:
+                _VALIDATORS.popitem(last=False)
+    if isinstance(entry[1], SchemaUnusable | Uncheckable):
         raise entry[1]
     return entry[1]
 
@@ -64,12 +115,18 @@ def _build(schema: Any) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     if dialect is not None and cls is jsonschema.Draft202012Validator and "2020-12" not in str(dialect):
         raise SchemaUnusable(f"unsupported JSON Schema dialect {dialect!r}")
+    bounded_cls, schema_formats = bounded(cls)
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=schema_formats)
     except jsonschema.exceptions.SchemaError as exc:
-        raise SchemaUnusable(f"invalid input schema: {exc.message}") from exc
+        raise SchemaUnusable(f"invalid input schema: {_clip(exc.message, 200)}") from exc
+    except RecursionError:
+        raise Uncheckable("too_complex", "the tool's input schema nests too deeply to check") from None
     # An empty registry: only references inside the schema itself resolve.
-    return cls(schema, registry=referencing.Registry())
+    return bounded_cls(schema, registry=referencing.Registry())
+
+
+# -- the check
 
 
 def _where(error: jsonschema.exceptions.ValidationError) -> str:
@@ -85,29 +142,67 @@ def _message(error: jsonschema.exceptions.ValidationError) -> str:
         message = message.replace(quoted, quoted[:MAX_QUOTED] + "…", 1)
     if error.validator == "maxLength" and isinstance(error.instance, str):
         message += f" ({len(error.instance):,} characters; at most {error.validator_value:,})"
-    if len(message) > MAX_MESSAGE:  # what else a message quotes (an unexpected property's name...)
-        message = message[:MAX_MESSAGE] + "…"
     return message
 
 
-def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[str]:
-    """What is wrong with `arguments`, most useful first; empty when they fit.
-
-    Raises SchemaUnusable when the schema itself cannot be used.
-    """
+def _errors(schema: Mapping[str, Any], arguments: Any, max_depth: int, check: Check) -> list[str]:
+    if deeper_than(arguments, max_depth):
+        raise Uncheckable("too_deep", f"the arguments nest more than {max_depth} levels deep")
     validator = _compiled(schema)
     try:
-        errors = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), e.message))
-        messages = []
-        for error in errors[:MAX_REPORTED_ERRORS]:
-            messages.append(f"{_where(error)}: {_message(error)}")
-        if len(errors) > MAX_REPORTED_ERRORS:
-            messages.append(f"… and {len(errors) - MAX_REPORTED_ERRORS} more")
-        return messages
+        with checking(check):
+            errors = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS + 1))
     except referencing.exceptions.Unresolvable as exc:
         raise SchemaUnusable(f"input schema has a $ref that does not resolve inside it: {exc}") from exc
-    except RecursionError as exc:
-        raise SchemaUnusable("input schema nests too deeply to validate") from exc
+    except patterns.PatternError as exc:
+        raise SchemaUnusable(f"input schema has a pattern no engine compiles: {exc}") from exc
+    except (TimeUp, patterns.PatternTimeout):
+        raise Uncheckable("timeout", "the check did not finish in time") from None
+    except RecursionError:
+        raise Uncheckable(
+            "too_complex", "the tool's input schema recurses deeper for these arguments than can be followed"
+        ) from None
+    errors.sort(key=lambda e: (len(e.absolute_path), e.message))
+    messages = [_clip(f"{_where(error)}: {_message(error)}") for error in errors[:MAX_REPORTED_ERRORS]]
+    if len(errors) > MAX_COLLECTED_ERRORS:
+        messages.append("… and more")
+    elif len(errors) > MAX_REPORTED_ERRORS:
+        messages.append(f"… and {len(errors) - MAX_REPORTED_ERRORS} more")
+    return messages
+
+
+def argument_errors(
+    schema: Mapping[str, Any], arguments: Any, *, max_depth: int = MAX_DEPTH, timeout: float | None = None
+) -> list[str]:
+    """What is wrong with `arguments`, most useful first; empty when they fit.
+
+    Raises SchemaUnusable when the schema itself cannot be used, Uncheckable when the arguments
+    cannot be checked (deeper than `max_depth`, or not within `timeout` seconds).
+    """
+    deadline = math.inf if timeout is None else time.monotonic() + timeout
+    return _errors(schema, arguments, max_depth, Check(deadline))
+
+
+_POOL = ThreadPoolExecutor(max_workers=VALIDATION_THREADS, thread_name_prefix="toolsearch-validation")
+
+
+async def check_arguments(
+    schema: Mapping[str, Any], arguments: Any, *, timeout: float, max_depth: int = MAX_DEPTH
+) -> list[str]:
+    """`argument_errors` in a worker thread, answered within `timeout` seconds (waiting included).
+
+    Whatever ends the wait (an answer, the deadline, the caller going away), the worker stops at
+    its next checkpoint.
+    """
+    check = Check(time.monotonic() + timeout)
+    future = asyncio.get_running_loop().run_in_executor(_POOL, _errors, schema, arguments, max_depth, check)
+    try:
+        async with asyncio.timeout(timeout + _GRACE):
+            return await future
+    except TimeoutError:
+        raise Uncheckable("timeout", "the check did not finish in time") from None
+    finally:
+        check.cancel()
 
 
 def closest_names(name: str, names: Iterable[str], n: int = 3) -> list[str]:

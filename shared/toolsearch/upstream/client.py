@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from toolsearch import __version__
+from toolsearch.nesting import too_deep
 from toolsearch.progress import ProgressRelay, ProgressSink
 from toolsearch.settings import Settings
 
@@ -608,6 +609,8 @@ def _invalid(tool: Any, name: Any, seen: set[str]) -> str | None:
     schema = tool.get("inputSchema")
     if schema is not None and not isinstance(schema, dict):
         return "inputSchema is not an object"
+    if (reason := too_deep(tool)) is not None:  # before any recursive walk of it
+        return reason
     try:
         mcp_headers.header_params(schema)
     except mcp_headers.InvalidHeaderAnnotation as exc:
