@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 import httpx
@@ -136,3 +137,34 @@ async def test_memory_holds_at_most_the_configured_catalogs():
     assert transport.lists == lists
     await store.get(caller("a"))  # evicted first: listed again
     assert transport.lists == lists + 1
+
+
+async def test_a_load_whose_only_waiter_was_cancelled_fails_without_an_unretrieved_exception():
+    gate = asyncio.Event()
+
+    async def failing_lister(authorization):
+        await gate.wait()
+        raise UpstreamError("unavailable", "the upstream failed with HTTP 503", status=503)
+
+    store = CatalogStore(Settings(list_retries=0), failing_lister, make_indexer(None))
+    loop = asyncio.get_running_loop()
+    reported: list[dict] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        waiter = asyncio.create_task(store.get(caller("a")))
+        while not store._loading:
+            await asyncio.sleep(0)
+        load = next(iter(store._loading.values()))
+        waiter.cancel()
+        await asyncio.wait([waiter])
+        gate.set()
+        await asyncio.wait([load], timeout=10)
+        assert load.done()
+        del load, waiter
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert not [c for c in reported if "never retrieved" in str(c.get("message"))]

@@ -142,6 +142,8 @@ class CatalogStore:
         task = asyncio.create_task(self._load(caller, background))
         self._loading[caller.key] = task
         task.add_done_callback(lambda _t, key=caller.key: self._loading.pop(key, None))
+        # Its waiters may all have been cancelled (shield): read its failure so none goes unretrieved.
+        task.add_done_callback(_retrieve)
         return task
 
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
@@ -215,6 +217,11 @@ class CatalogStore:
         while len(self._memory) > max(1, self._settings.catalog_memory_entries):
             self._memory.popitem(last=False)
             self._on_event("catalog_evicted_memory")
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:
