@@ -22,17 +22,20 @@ class DemoUpstream(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.ASGITransport(app=demo_app())
         self.lists = 0
+        self.requests = 0
         self.fail_with: int | None = None
         self.gate: asyncio.Event | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content or b"{}")
+        self.requests += 1
         if body.get("method") == "tools/list" and not body.get("params", {}).get("cursor"):
             self.lists += 1
             if self.gate is not None:
                 await self.gate.wait()
         if self.fail_with is not None and body.get("method") in ("tools/list", "server/discover"):
-            return httpx.Response(self.fail_with, json={"error": "down"})
+            challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'} if self.fail_with == 401 else {}
+            return httpx.Response(self.fail_with, json={"error": "down"}, headers=challenge)
         return await self.inner.handle_async_request(request)
 
 
@@ -168,3 +171,43 @@ async def test_a_load_whose_only_waiter_was_cancelled_fails_without_an_unretriev
     finally:
         loop.set_exception_handler(previous)
     assert not [c for c in reported if "never retrieved" in str(c.get("message"))]
+
+
+async def test_a_401_is_answered_again_briefly_per_caller_without_the_upstream(monkeypatch):
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock, unauthorized_ttl=5)
+    anonymous = Caller(None, caller_key(DEMO_URL, None))
+    transport.fail_with = 401
+
+    for _ in range(3):
+        with pytest.raises(UpstreamError) as refused:
+            await store.get(anonymous)
+        assert refused.value.kind == "unauthorized"
+        assert refused.value.www_authenticate == 'Bearer error="invalid_token"'  # the same challenge
+    assert transport.requests == 1  # anonymous traffic reached the upstream once
+
+    with pytest.raises(UpstreamError):
+        await store.get(caller("expired"))  # any refused token: its own key, its own upstream request
+    assert transport.requests == 2
+
+    transport.fail_with = None
+    assert len((await store.get(caller("signed-in"))).catalog) > 300  # a new token is asked at once
+    clock.now += 5.1
+    assert len((await store.get(anonymous)).catalog) > 300  # and the refusal is brief
+
+
+async def test_remembered_refusals_are_bounded_and_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr("toolsearch.catalogs._REFUSED_ENTRIES", 3)
+    transport, clock = DemoUpstream(), Clock()
+    transport.fail_with = 401
+    store = make_store(transport, clock, unauthorized_ttl=5)
+    for token in ["t0", "t1", "t2", "t3", "t0"]:  # t0 was pushed out by t3: asked again
+        with pytest.raises(UpstreamError):
+            await store.get(caller(token))
+    assert transport.requests == 5
+
+    off = make_store(transport, clock, unauthorized_ttl=0)
+    for _ in range(2):
+        with pytest.raises(UpstreamError):
+            await off.get(caller("t9"))
+    assert transport.requests == 7

@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -122,10 +123,12 @@ def is_http_event(adapter: Any, event: Any, context: Any) -> bool:
     return True
 
 
-def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
+def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[], float] = time.time) -> Any:
     """The DynamoDB tier when `dynamodb_table` is set, else None (memory only).
 
-    Items live as long as a catalog stays fresh; reads check expiry themselves.
+    Items live as long as a catalog may be served (`catalog_max_age`), not only while it is fresh:
+    while one environment lists a stale catalog again, the others serve the shared copy instead
+    of listing too. Readers judge freshness by `fetched_at`. `clock` is for tests.
     """
     if not settings.dynamodb_table:
         return None
@@ -136,6 +139,5 @@ def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
     from .cache.dynamo import DynamoCatalogStore
 
     count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
-    return DynamoCatalogStore(
-        settings.dynamodb_table, ttl_seconds=max(settings.catalog_ttl, 1.0), on_event=count
-    )
+    lifetime = max(settings.catalog_max_age, settings.catalog_ttl, 1.0)
+    return DynamoCatalogStore(settings.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)

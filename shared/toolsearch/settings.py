@@ -44,6 +44,14 @@ class Settings:
         "Upstream",
         metavar="SECONDS",
     )
+    unauthorized_ttl: float = _setting(
+        5.0,
+        "Seconds a caller whose tool listing the upstream refused with 401 gets that 401 again without "
+        "the upstream being asked (per Authorization header, none included; a new or refreshed token "
+        "is a new caller and is asked at once). 0 asks the upstream every time.",
+        "Upstream",
+        metavar="SECONDS",
+    )
     list_retries: int = _setting(
         2,
         "Retries, with backoff and jitter, of a failed tools/list (calls are never retried).",
