@@ -15,13 +15,15 @@ import io
 import itertools
 import json
 import logging
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.faulty_upstream import Fault, running_faulty
 from toolsearch.catalogs import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
 
@@ -46,9 +48,10 @@ class FakeContext:
     memory_limit_in_mb: int = 1024
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:toolsearch-proxy"
     function_version: str = "$LATEST"
+    remaining_ms: int = 30_000
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return self.remaining_ms
 
 
 def event(name: str) -> dict[str, Any]:
@@ -299,3 +302,89 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
     assert second.proxy is not first.proxy
     assert second.proxy.telemetry.total("catalog", event="catalog_hit_shared") == 1
     assert second.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 0
+
+
+# -- every request answers inside the budget of the path it came in on
+
+EXAMPLE_TOKEN = "example-token-for-the-upstream"  # the token in events/*.json
+
+
+def call_event(shape: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An event of `shape` (http-api, function-url, rest-api) calling one of the five tools."""
+    evt = event(f"{shape}-search-tools.json")
+    message = request_body(evt)
+    message["params"]["name"] = tool
+    message["params"]["arguments"] = arguments
+    evt["body"] = json.dumps(message)
+    evt["isBase64Encoded"] = False
+    for headers in (evt["headers"], evt.get("multiValueHeaders")):
+        if headers is not None:  # REST API events carry both forms
+            single = isinstance(headers["mcp-name"], str)
+            headers["mcp-name"] = tool if single else [tool]
+            headers.pop("content-length", None)
+    return evt
+
+
+def invoke_bounded(module: Any, evt: dict[str, Any], context: FakeContext, seconds: float = 20.0):
+    """Invoke in a thread; fail when no answer came within `seconds` (a bound, not a speed claim)."""
+    answer: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: answer.update(response=module.handler(evt, context)), daemon=True
+    )
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the handler did not answer within {seconds} s"
+    response = answer["response"]
+    body = base64.b64decode(response["body"]) if response.get("isBase64Encoded") else response["body"]
+    return response, json.loads(body)
+
+
+@pytest.fixture
+def faulty():
+    with running_faulty(users={EXAMPLE_TOKEN: "alice"}) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("shape", "remaining_ms"),
+    [("http-api", 60_000), ("rest-api", 60_000), ("function-url", 3_000)],
+)
+def test_a_hung_upstream_call_is_a_timeout_result_before_the_entry_point_gives_up(
+    load_handler, faulty, shape, remaining_ms
+):
+    # The upstream deadline (60 s) is longer than what the entry point allows: API Gateway's
+    # budget (2 s here, 29 s by default) or the function's remaining time (3 s, less a margin).
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=faulty.url, TOOLSEARCH_UPSTREAM_TIMEOUT="60", TOOLSEARCH_API_GATEWAY_TIMEOUT="2"
+    )
+    invoke_bounded(module, call_event(shape, "search_tools", {"query": "notes"}), FakeContext())  # warm
+    faulty.upstream.fault("tools/call", Fault.hang())
+
+    context = replace(FakeContext(), remaining_ms=remaining_ms)
+    response, reply = invoke_bounded(
+        module, call_event(shape, "call_read_tool", {"name": "notes_get", "arguments": {"id": 1}}), context
+    )
+
+    assert response["statusCode"] == 200
+    result = reply["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "timeout"
+    assert len(faulty.upstream.seen("tools/call")) == 1
+
+
+def test_a_cold_listing_too_slow_for_the_request_is_a_timeout_result_and_goes_on(load_handler, faulty):
+    module = load_handler(TOOLSEARCH_UPSTREAM=faulty.url, TOOLSEARCH_UPSTREAM_TIMEOUT="20")
+    faulty.upstream.fault("tools/list", Fault.delay(4), times=1)
+    context = replace(FakeContext(), remaining_ms=2_500)
+
+    response, reply = invoke_bounded(
+        module, call_event("function-url", "search_tools", {"query": "notes"}), context
+    )
+
+    assert response["statusCode"] == 200
+    assert reply["result"]["structuredContent"]["error"]["kind"] == "timeout"
+    assert module.loop.settle(timeout=30)  # the listing was not abandoned: it finishes and is kept
+    response, reply = invoke_bounded(
+        module, call_event("function-url", "search_tools", {"query": "notes"}), FakeContext()
+    )
+    assert reply["result"]["isError"] is False
+    assert len(faulty.upstream.seen("tools/list")) == 1

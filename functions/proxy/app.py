@@ -20,7 +20,13 @@ from aws_lambda_powertools import Logger  # noqa: E402
 from mangum import Mangum  # noqa: E402
 
 from toolsearch.app import build_proxy  # noqa: E402
-from toolsearch.lambda_support import EmfMetrics, InvocationLoop, catalog_tier, is_http_event  # noqa: E402
+from toolsearch.lambda_support import (  # noqa: E402
+    EmfMetrics,
+    InvocationLoop,
+    answer_in_time,
+    catalog_tier,
+    is_http_event,
+)
 from toolsearch.logs import configure_logging  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
@@ -39,7 +45,8 @@ embedder = load_configured_embedder(settings)
 proxy = build_proxy(
     settings, shared=catalog_tier(settings, telemetry), embedder=embedder, telemetry=telemetry
 )
-adapter = Mangum(proxy.app, lifespan="off")
+# Each request is answered before the function times out and, through API Gateway, before the gateway.
+adapter = Mangum(answer_in_time(proxy.app, settings), lifespan="off")
 
 init_ms = round((time.perf_counter() - _import_started) * 1000, 1)
 _cold = True

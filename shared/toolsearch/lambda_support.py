@@ -21,12 +21,15 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from . import deadline
 from .settings import Settings
 from .telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "McpToolsearchProxy"
+# Seconds kept back from the function's remaining time to write the answer and hand it to the runtime.
+LAMBDA_MARGIN = 1.0
 _VALUES_PER_DOCUMENT = 90  # Powertools flushes on its own at 100 values; stay below it
 
 
@@ -112,6 +115,53 @@ class EmfMetrics:
             stream.write(json.dumps(document, separators=(",", ":")) + "\n")
         stream.flush()
         return documents
+
+
+def answer_in_time(app: Any, settings: Settings) -> Any:
+    """The ASGI app, with each request's deadline set from the invocation it came in.
+
+    Mangum puts the Lambda event and context in the scope. The answer is due one margin before
+    the function times out and, for a request through API Gateway, `api_gateway_timeout` after
+    the gateway received it: upstream work is cut then, so a slow upstream becomes a `timeout`
+    result rather than the gateway's 503 or the function URL's bare 502.
+    """
+
+    async def with_deadline(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        with deadline.answer_by(_due(scope, settings)):
+            await app(scope, receive, send)
+
+    return with_deadline
+
+
+def _due(scope: dict[str, Any], settings: Settings) -> float | None:
+    now = asyncio.get_running_loop().time()
+    due: list[float] = []
+    remaining = getattr(scope.get("aws.context"), "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        due.append(now + remaining() / 1000 - LAMBDA_MARGIN)
+    event = scope.get("aws.event")
+    if through_api_gateway(event):
+        due.append(now + settings.api_gateway_timeout - _waited_at_gateway(event, settings))
+    return min(due) if due else None
+
+
+def through_api_gateway(event: Any) -> bool:
+    """An API Gateway event (HTTP API or REST API), not a function URL's (which has the same shape)."""
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    if not isinstance(context, dict) or "apiId" not in context:
+        return False
+    return ".lambda-url." not in str(context.get("domainName", ""))
+
+
+def _waited_at_gateway(event: dict[str, Any], settings: Settings) -> float:
+    """Seconds since API Gateway received the request (a cold start's init among them), when its
+    clock and ours agree well enough to tell; else 0."""
+    context = event["requestContext"]
+    arrived = context.get("timeEpoch", context.get("requestTimeEpoch"))
+    if not isinstance(arrived, int | float) or isinstance(arrived, bool):
+        return 0.0
+    waited = time.time() - arrived / 1000
+    return waited if 0 <= waited < settings.api_gateway_timeout else 0.0
 
 
 def is_http_event(adapter: Any, event: Any, context: Any) -> bool:

@@ -195,6 +195,14 @@ class Settings:
         "Server",
         metavar="ORIGINS",
     )
+    api_gateway_timeout: float = _setting(
+        29.0,
+        "Lambda only: seconds a request that came through API Gateway has, from its arrival, to be "
+        "answered (the HTTP API gives up at 30 s). Upstream work is cut in time to answer a `timeout` "
+        "result instead of the gateway's 503. Function URL requests have the function's own timeout.",
+        "Server",
+        metavar="SECONDS",
+    )
     max_body_bytes: int = _setting(
         1_000_000, "Largest request body accepted, in bytes.", "Server", metavar="BYTES"
     )
