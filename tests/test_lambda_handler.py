@@ -388,3 +388,147 @@ def test_a_cold_listing_too_slow_for_the_request_is_a_timeout_result_and_goes_on
     )
     assert reply["result"]["isError"] is False
     assert len(faulty.upstream.seen("tools/list")) == 1
+
+
+# -- a result the proxy accepts fits the response Lambda serialises (6 MB)
+
+LAMBDA_RESPONSE_BYTES = 6_291_456
+PY313 = "AWS_Lambda_python3.13"
+
+
+class ResultUpstream:
+    """A modern MCP upstream on loopback whose one tool, `blob_get`, answers `result` as it is."""
+
+    def __init__(self) -> None:
+        self.result: dict[str, Any] = {"content": []}
+        self.description = "Get a blob."
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        from fixtures.servers import read_asgi_body
+
+        if scope["type"] != "http":
+            return
+        message = json.loads(await read_asgi_body(receive) or b"{}")
+        if "id" not in message:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        method = message.get("method")
+        if method == "server/discover":
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "instructions": ""}
+        elif method == "tools/list":
+            blob = {"name": "blob_get", "description": self.description, "inputSchema": {"type": "object"}}
+            result = {"tools": [{**blob, "annotations": {"readOnlyHint": True}}]}
+        else:
+            result = self.result
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        body = json.dumps(answer, ensure_ascii=False).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+def result_upstream():
+    from fixtures.servers import serve_in_thread
+
+    upstream = ResultUpstream()
+    with serve_in_thread(upstream) as base_url:
+        yield upstream, base_url + "/mcp"
+
+
+def serialised_bytes(response: dict[str, Any], monkeypatch) -> int:
+    """The size of the handler's return value as the python3.13 runtime serialises it (what Lambda limits)."""
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    monkeypatch.setenv("AWS_EXECUTION_ENV", PY313)
+    return len(to_json(response).encode())
+
+
+def blob_call(shape: str = "function-url") -> dict[str, Any]:
+    return call_event(shape, "call_read_tool", {"name": "blob_get"})
+
+
+def image(size: int) -> dict[str, Any]:
+    data = base64.b64encode(bytes(range(256)) * (size // 256)).decode()
+    return {"type": "image", "data": data, "mimeType": "image/png"}
+
+
+HEAVY = {
+    "quotes_and_backslashes": {"content": [{"type": "text", "text": 'a "quoted" C:\\dir\\ ' * 230_000}]},
+    "non_ascii": {"content": [{"type": "text", "text": "žėų 日本語 😀 " * 230_000}]},
+    "structured_with_quotes": {
+        "content": [{"type": "text", "text": json.dumps({"rows": ['"x"\\'] * 150_000})}],
+        "structuredContent": {"rows": ['"x"\\'] * 150_000},
+    },
+    "base64_image": {"content": [{"type": "text", "text": "a chart"}, image(3_300_000)]},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HEAVY))
+def test_a_result_full_of_escapes_fits_the_response_lambda_serialises(
+    load_handler, result_upstream, monkeypatch, kind
+):
+    upstream, url = result_upstream
+    upstream.result = HEAVY[kind]
+    module = load_handler(TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313)  # max_result_bytes: 5,000,000
+
+    response = module.handler(blob_call(), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    result = json.loads(response["body"])["result"]
+    assert not result.get("isError")
+    if kind == "base64_image":
+        assert result["content"] == HEAVY[kind]["content"]  # base64 needs no escaping: passed whole
+    else:
+        assert "it was cut" in result["content"][-1]["text"]
+        assert len(result["content"][0]["text"]) > 500_000  # what fits is still passed on
+
+
+def test_at_the_edge_a_result_that_just_fits_passes_whole_and_one_more_byte_is_cut(
+    load_handler, result_upstream, monkeypatch
+):
+    from toolsearch.response_size import ResponseSize
+
+    upstream, url = result_upstream
+    # Only Lambda's own limit binds here: the proxy's max_result_bytes is set far above it.
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313, TOOLSEARCH_MAX_RESULT_BYTES="50000000"
+    )
+    size = ResponseSize.lambda_runtime(PY313)
+    upstream.result = {"content": [{"type": "text", "text": ""}]}
+    empty = json.loads(module.handler(blob_call(), FakeContext())["body"])
+    room = size.limit - size.of(empty)
+    quotes = room // 4 - 10  # a quote in the text takes four bytes once serialised twice
+    text = '"' * quotes + "a" * (room - 4 * quotes)
+
+    upstream.result = {"content": [{"type": "text", "text": text}]}
+    whole = module.handler(blob_call(), FakeContext())
+    upstream.result = {"content": [{"type": "text", "text": text + "a"}]}
+    over = module.handler(blob_call(), FakeContext())
+
+    assert json.loads(whole["body"])["result"]["content"] == [{"type": "text", "text": text}]
+    assert serialised_bytes(whole, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    cut = json.loads(over["body"])["result"]
+    assert "it was cut" in cut["content"][-1]["text"] and cut["isError"] is False
+    assert serialised_bytes(over, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+
+
+def test_describing_a_tool_too_large_for_a_response_is_cut_with_a_note(
+    load_handler, result_upstream, monkeypatch
+):
+    upstream, url = result_upstream
+    upstream.description = 'Returns "blobs". ' * 250_000  # 4.25 MB, a quote every eight characters
+    module = load_handler(TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313)
+
+    response = module.handler(call_event("http-api", "describe_tool", {"names": ["blob_get"]}), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    assert "it was cut" in json.loads(response["body"])["result"]["content"][-1]["text"]

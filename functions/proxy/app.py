@@ -28,6 +28,7 @@ from toolsearch.lambda_support import (  # noqa: E402
     is_http_event,
 )
 from toolsearch.logs import configure_logging  # noqa: E402
+from toolsearch.response_size import ResponseSize  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
 from toolsearch.telemetry import Telemetry  # noqa: E402
@@ -43,7 +44,12 @@ metrics = EmfMetrics()
 telemetry.add_sink(metrics)
 embedder = load_configured_embedder(settings)
 proxy = build_proxy(
-    settings, shared=catalog_tier(settings, telemetry), embedder=embedder, telemetry=telemetry
+    settings,
+    shared=catalog_tier(settings, telemetry),
+    embedder=embedder,
+    telemetry=telemetry,
+    # Answers are counted as the runtime serialises them: Lambda's 6 MB limit applies to that.
+    response_size=ResponseSize.lambda_runtime(),
 )
 # Each request is answered before the function times out and, through API Gateway, before the gateway.
 adapter = Mangum(answer_in_time(proxy.app, settings), lifespan="off")

@@ -25,6 +25,8 @@ from .jsonrpc import Envelope, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .oauth import ProtectedResource
+from .response_size import ResponseSize
+from .results import limit_result
 from .service import AuthFailure, ToolService
 from .settings import Settings
 from .telemetry import Telemetry
@@ -47,8 +49,10 @@ class McpEndpoint:
         upstream_url: str,
         telemetry: Telemetry,
         oauth: ProtectedResource,
+        size: ResponseSize | None = None,
     ) -> None:
         self.settings = settings
+        self._size = size or ResponseSize.local()
         self.service = service
         self.upstream_url = upstream_url
         self.telemetry = telemetry
@@ -87,7 +91,7 @@ class McpEndpoint:
                 raise self._auth_error(request, failure.error) from failure
             if envelope.is_notification:
                 return Response(status_code=202)
-            return JSONResponse(P.response(envelope.id, result))
+            return JSONResponse(self._fitted(envelope, result))
         except P.RpcError as error:
             request_id = message.get("id") if isinstance(message, dict) else None
             if not P.is_valid_id(request_id):
@@ -115,6 +119,26 @@ class McpEndpoint:
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             self.telemetry.timing("request", elapsed, method=_metric_method(method))
+
+    def _fitted(self, env: Envelope, result: dict[str, Any]) -> dict[str, Any]:
+        """The JSON-RPC response, measured as the answer carries it and kept within what one may hold.
+
+        On Lambda that is the runtime's serialisation of the whole response (response_size.py): a tool
+        result that would not fit is cut with a note; any other answer becomes an error, not a 502.
+        """
+        message = P.response(env.id, result)
+        limit = self._size.limit
+        if limit is None:
+            return message
+        total = self._size.of(message)
+        if total <= limit:
+            return message
+        room = limit - (total - self._size.of(result))  # what the result may take beside its envelope
+        if env.method == "tools/call" and isinstance(result.get("content"), list) and room > 4_000:
+            return P.response(env.id, limit_result(result, room, self._size.of))
+        raise P.RpcError(
+            P.INTERNAL_ERROR, f"The answer would take {total:,} bytes, more than the {limit:,} one can hold."
+        )
 
     def _check_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")

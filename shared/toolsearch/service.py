@@ -12,6 +12,7 @@ from typing import Any
 from . import tooldefs as T
 from .catalog import Tool
 from .catalogs import Caller, CatalogStore, IndexedCatalog
+from .response_size import ResponseSize
 from .results import error_result, limit_result, structured_result
 from .settings import Settings
 from .upstream import UpstreamError
@@ -20,6 +21,7 @@ from .validation import SchemaUnusable, argument_errors, clear_typo_of, closest_
 logger = logging.getLogger(__name__)
 
 SHORT_DESCRIPTION = 200
+_BATCH_LINE_BYTES = 500  # room for the "[n] name: ok" line before each call's result in a batch
 EXACT_NAME_PREFIX = "select:"
 
 UpstreamCall = Callable[[str | None, Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -59,10 +61,18 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
 
 
 class ToolService:
-    def __init__(self, settings: Settings, catalogs: CatalogStore, upstream_call: UpstreamCall) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalogs: CatalogStore,
+        upstream_call: UpstreamCall,
+        size: ResponseSize | None = None,
+    ) -> None:
         self.settings = settings
         self.catalogs = catalogs
         self._upstream_call = upstream_call
+        # Result sizes are counted as the answer carries them (on Lambda: as the runtime serialises it).
+        self._size = size or ResponseSize.local()
         self._schemas = {
             tool["name"]: tool["inputSchema"] for tool in T.proxy_tools(max(1, settings.max_batch_calls))
         }
@@ -84,24 +94,31 @@ class ToolService:
                 inputSchema=self._schemas[name],
             )
         try:
-            if name == T.SEARCH_TOOLS:
-                return await self.search_tools(caller, arguments)
-            if name == T.DESCRIBE_TOOL:
-                return await self.describe_tool(caller, arguments["names"])
-            if name == T.CALL_READ_TOOL:
-                return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=True
-                )
-            if name == T.CALL_READ_TOOLS:
-                return await self.call_read_tools(caller, arguments["calls"])
-            if name == T.CALL_WRITE_TOOL:
-                return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=False
-                )
+            result = await self._run(caller, name, arguments)
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
             return error_result(exc.kind, exc.message, **_upstream_details(exc))
+        # Every one of the five answers within max_result_bytes (a description of huge tools too).
+        return self.limit(result, self.settings.max_result_bytes)
+
+    def limit(self, result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+        """`result`, cut with a note when it takes more than `max_bytes` in the answer."""
+        return limit_result(result, max_bytes, self._size.of)
+
+    async def _run(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if name == T.SEARCH_TOOLS:
+            return await self.search_tools(caller, arguments)
+        if name == T.DESCRIBE_TOOL:
+            return await self.describe_tool(caller, arguments["names"])
+        if name == T.CALL_READ_TOOL:
+            return await self.call_tool(caller, arguments["name"], arguments.get("arguments"), read_only=True)
+        if name == T.CALL_READ_TOOLS:
+            return await self.call_read_tools(caller, arguments["calls"])
+        if name == T.CALL_WRITE_TOOL:
+            return await self.call_tool(
+                caller, arguments["name"], arguments.get("arguments"), read_only=False
+            )
         raise KeyError(name)
 
     async def _catalog(self, caller: Caller) -> IndexedCatalog:
@@ -258,15 +275,17 @@ class ToolService:
         if result.get("isError") and says_unknown_tool(_first_text(result), name):
             # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
             self.catalogs.invalidate(caller.key)
-            return limit_result(result, max_bytes), "upstream_unknown_tool"
-        result = limit_result(result, max_bytes)
+            return self.limit(result, max_bytes), "upstream_unknown_tool"
+        result = self.limit(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
 
     async def call_read_tools(self, caller: Caller, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self.settings.upstream_timeout + 1.0
-        # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share.
-        share = max(1, self.settings.max_result_bytes // max(1, len(calls)))
+        # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share,
+        # less room for the line that heads it.
+        count = max(1, len(calls))
+        share = max(1, (self.settings.max_result_bytes - _BATCH_LINE_BYTES * count) // count)
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:
             try:
