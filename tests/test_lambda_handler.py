@@ -532,3 +532,79 @@ def test_describing_a_tool_too_large_for_a_response_is_cut_with_a_note(
     assert response["statusCode"] == 200
     assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
     assert "it was cut" in json.loads(response["body"])["result"]["content"][-1]["text"]
+
+
+# -- logs: the request id on every line
+
+
+def test_every_log_line_of_a_request_carries_its_request_id_the_request_line_too(load_handler, capsys):
+    module = load_handler()
+    capsys.readouterr()
+    context = replace(FakeContext(), aws_request_id="5e1b0c7d-0000-4000-8000-00000000abcd")
+
+    invoke_bounded(module, event("http-api-search-tools.json"), context)
+
+    printed = capsys.readouterr()
+    lines = [
+        json.loads(line) for line in (printed.out + printed.err).splitlines() if line.startswith('{"level"')
+    ]
+    assert any(line["message"] == "POST /mcp 200" for line in lines)  # Mangum's request line
+    assert lines and all(line.get("function_request_id") == context.aws_request_id for line in lines)
+
+
+# -- SnapStart: what a snapshot holds is renewed by the runtime's after-restore hooks
+
+
+@pytest.fixture
+def restore_hooks():
+    """The runtime's own hook runner, with only the hooks of handlers loaded in this test."""
+    import snapshot_restore_py
+    from awslambdaric.lambda_runtime_hooks_runner import run_after_restore
+
+    registry = snapshot_restore_py.get_after_restore()
+    saved = list(registry)
+    registry.clear()
+    yield run_after_restore
+    registry[:] = saved
+
+
+def test_each_environment_restored_from_one_snapshot_draws_its_own_random_numbers(
+    load_handler, restore_hooks
+):
+    import random
+
+    load_handler()
+    random.seed(20260728)
+    snapshot = random.getstate()  # what every restored environment starts from
+
+    draws = []
+    for _ in range(2):
+        random.setstate(snapshot)
+        restore_hooks()
+        draws.append([random.random() for _ in range(3)])
+
+    assert draws[0] != draws[1]  # the retry jitter of two environments is not the same sequence
+
+
+def test_a_restored_environment_logs_a_restore_not_the_snapshots_cold_start(
+    load_handler, restore_hooks, capsys
+):
+    module = load_handler()
+    restore_hooks()
+    capsys.readouterr()
+
+    invoke(module, "http-api-tools-list.json")
+    invoke(module, "http-api-tools-list.json")
+
+    printed = capsys.readouterr()
+    lines = [
+        json.loads(line)
+        for line in printed.err.splitlines() + printed.out.splitlines()
+        if line.startswith("{")
+    ]
+    messages = [line.get("message") for line in lines]
+    assert "cold start" not in messages
+    restored = [line for line in lines if line.get("message") == "restored from a snapshot"]
+    assert len(restored) == 1 and "init_ms" not in restored[0]
+    metrics = {name for line in lines if "_aws" in line for name in line if name not in ("_aws", "service")}
+    assert "restore" in metrics and "init_ms" not in metrics

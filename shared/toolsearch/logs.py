@@ -26,3 +26,14 @@ def configure_logging(level: str = "INFO", service: str = "toolsearch") -> None:
     # Request lines from uvicorn and httpx name URLs; keep them at warning.
     for noisy in ("httpx", "httpcore", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def format_other_records_with(formatter: logging.Formatter) -> None:
+    """Format the records that reach our root handler (other libraries') with `formatter`.
+
+    On Lambda that is the Powertools Logger's formatter, which carries the invocation's context,
+    so Mangum's request line has the request id like every `toolsearch.*` line.
+    """
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, "_toolsearch", False):
+            handler.setFormatter(formatter)
