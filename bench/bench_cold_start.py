@@ -10,13 +10,15 @@ demo upstream's 567 tools and indexes them; the second is warm). Cases:
   dev          the development model (shared/toolsearch/data/model), or when it
                is absent a synthetic model of its shape (100,000 x 256 int8)
   production   a synthetic model of the production shape (potion-multilingual-128M
-               prepared with --quantize int8: 500,353 x 256 int8 + scales, and a
+               prepared by `toolsearch fetch-model --int8`: 500,353 x 256 int8 + scales, and a
                Unigram tokenizer of 500,353 pieces)
 
-Synthetic models are built once under --work by bench/bench_model_load.py's
+Both models get the tokenizer's sidecar (tokenizer.unigram), as the layer build writes it;
+--no-sidecar removes it. Synthetic models are built once under --work by bench/bench_model_load.py's
 builder. With --build, the handler and its libraries come from a `sam build`
 output folder instead of the venv (build it for this machine's architecture:
-`LAMBDA_ARCH=x86_64 sam build --build-dir DIR`), so the trimmed package and its
+`sam build --parameter-overrides Architecture=x86_64 --build-dir DIR/build`, then
+`--build DIR/build`), so the trimmed package and its
 precompiled bytecode are what is timed. Model files are in the page cache
 (warm disk); Lambda's first touch of the layer also reads from its storage.
 """
@@ -92,14 +94,30 @@ def child(handler_path: str) -> None:
     )
 
 
-def model_folders(work: Path) -> dict[str, Path]:
+def model_folders(work: Path, sidecar: bool) -> dict[str, Path]:
+    """The two models as the Lambda layer holds them: with the tokenizer's sidecar
+    (layers/model/Makefile writes it), or, with --no-sidecar, without (as before it existed)."""
+    import shutil
+
     sys.path.insert(0, str(ROOT / "bench"))
     from bench_model_load import build
+
+    from toolsearch.model.unigram import SIDECAR_NAME, write_sidecar
 
     dev = BUNDLED_MODEL if (BUNDLED_MODEL / "model.safetensors").is_file() else None
     if dev is None:
         dev = build(work / "dev-shape", None, 100_000, 256)["int8"]
+    else:
+        copy = work / "dev-model"
+        if not (copy / "model.safetensors").is_file():
+            shutil.copytree(dev, copy, dirs_exist_ok=True)
+        dev = copy
     production = build(work / "prod-shape", None, 500_353, 256)["int8"]
+    for folder in (dev, production):
+        if sidecar:
+            write_sidecar(folder)
+        else:
+            (folder / SIDECAR_NAME).unlink(missing_ok=True)
     return {"dev": dev, "production": production}
 
 
@@ -127,6 +145,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/toolsearch-bench-model"))
     parser.add_argument("--build", type=Path, default=None, help="a `sam build` output folder")
+    parser.add_argument(
+        "--no-sidecar",
+        action="store_true",
+        help="models without the tokenizer's sidecar: the vocabulary is read from tokenizer.json",
+    )
     parser.add_argument("--child", metavar="HANDLER", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -135,14 +158,15 @@ def main() -> None:
         child(args.child)
         return
 
-    folders = model_folders(args.work)
+    folders = model_folders(args.work, sidecar=not args.no_sidecar)
     cases = {
         "lexical (no model)": {"TOOLSEARCH_EMBEDDER": "none"},
         f"dev model ({folders['dev']})": {"TOOLSEARCH_MODEL_DIR": str(folders["dev"])},
         "production-shape int8": {"TOOLSEARCH_MODEL_DIR": str(folders["production"])},
     }
     source = f"sam build output {args.build}" if args.build else "the repository venv"
-    print(f"handler from {source}; best of {args.repeat} fresh processes; warm page cache")
+    tokenizer = "vocabulary from tokenizer.json" if args.no_sidecar else "vocabulary mapped from the sidecar"
+    print(f"handler from {source}; {tokenizer}; best of {args.repeat} fresh processes; warm page cache")
     header = f"{'case':58} {'init s':>7} {'model s':>7} {'1st req s':>9} {'warm ms':>8} {'peak RSS MiB':>12}"
     print(header)
     for label, env in cases.items():

@@ -4,7 +4,7 @@
 
 Builds (once, under --work, default /tmp/toolsearch-bench-model) a model of the
 production shape in model2vec's layout: per-row int8 embeddings plus per-token
-scales (what `toolsearch fetch-model --quantize int8` produces) and a float32
+scales (what `toolsearch fetch-model --int8` produces) and a float32
 copy. The tokenizer is --tokenizer if given (its vocabulary sets the row count),
 else the development model's (shared/toolsearch/data/model/tokenizer.json) when
 it has the production vocabulary, else a synthetic Unigram tokenizer with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the project needs into .venv (Python 3.13, as Lambda runs) and, with --test, the npm
-# peers the tests run. Idempotent: a second run only checks.
+# peers the tests run and the template checkers (scripts/install-template-tools.sh: the SAM
+# transform and cfn-lint, in .cache/template-tools). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,4 +38,5 @@ if [[ -n "$extras" ]]; then
   if [[ ! -d tests/node/node_modules || tests/node/package-lock.json -nt tests/node/node_modules ]]; then
     npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
   fi
+  scripts/install-template-tools.sh
 fi

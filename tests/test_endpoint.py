@@ -157,6 +157,28 @@ async def test_name_header_must_match_and_may_be_base64(client):
     assert (garbled.status_code, garbled.json()["error"]["code"]) == (400, -32020)
 
 
+@pytest.mark.parametrize("ows", [("  ", "  "), ("\t", ""), ("", " \t"), (" ", "")])
+@pytest.mark.parametrize("header", ["Mcp-Name", "Mcp-Method", "MCP-Protocol-Version"])
+async def test_whitespace_around_a_header_value_is_not_part_of_it(client, header, ows):
+    # RFC 9110 §5.5: a field value excludes the optional whitespace around it; the conformance
+    # suite's http-header-validation sends "  search_tools  " as Mcp-Name.
+    request = call("search_tools", {"query": "weather"})
+    request["headers"][header] = ows[0] + request["headers"][header] + ows[1]
+    reply = await client.post("/mcp", **request)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["result"]["isError"] is False
+
+
+async def test_whitespace_is_stripped_around_a_base64_name_but_kept_inside_it(client):
+    request = call("search_tools", {"query": "weather"})
+    request["headers"]["Mcp-Name"] = " " + b64_sentinel("search_tools") + "\t"
+    assert (await client.post("/mcp", **request)).status_code == 200
+    request = call("search_tools", {"query": "weather"})
+    request["headers"]["Mcp-Name"] = b64_sentinel(" search_tools ")  # encoded blanks are the name's
+    reply = await client.post("/mcp", **request)
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
+
+
 async def test_unknown_version_lists_the_supported_ones(client):
     reply = await client.post("/mcp", **legacy("tools/list", version="1900-01-01"))
     assert reply.status_code == 400
@@ -254,6 +276,7 @@ def _route_query(arguments, param_headers):
         ({"region": "eu-north", "shard": 3}, {"Mcp-Param-Region": " eu-north ", "Mcp-Param-Shard": "3.0"}),
         ({"region": "Vilnius ąž"}, {"Mcp-Param-Region": b64_sentinel("Vilnius ąž")}),
         ({"region": "=?base64?eu"}, {"Mcp-Param-Region": "=?base64?eu"}),  # no suffix: a literal
+        ({"region": "Vilnius ąž"}, {"Mcp-Param-Region": "\t" + b64_sentinel("Vilnius ąž") + "  "}),
     ],
 )
 async def test_pinned_tool_param_headers_that_match_the_body_are_accepted(

@@ -608,3 +608,62 @@ def test_a_restored_environment_logs_a_restore_not_the_snapshots_cold_start(
     assert len(restored) == 1 and "init_ms" not in restored[0]
     metrics = {name for line in lines if "_aws" in line for name in line if name not in ("_aws", "service")}
     assert "restore" in metrics and "init_ms" not in metrics
+
+
+# -- the Authorization header on Lambda
+
+SPELLINGS = ["Bearer tok-1", "bearer tok-1", "Bearer  tok-1", "Bearer\ttok-1", " Bearer tok-1 "]
+
+
+def with_authorization(evt: dict[str, Any], value: str) -> dict[str, Any]:
+    evt["headers"]["authorization"] = value
+    if "multiValueHeaders" in evt:  # a REST API event: Mangum reads this one
+        evt["multiValueHeaders"]["authorization"] = [value]
+    return evt
+
+
+def test_every_spelling_of_one_token_is_one_catalog_on_lambda(load_handler):
+    module = load_handler()
+    for shape, spelling in zip(itertools.cycle(SHAPES), SPELLINGS, strict=False):
+        evt = with_authorization(event(f"{shape}-search-tools.json"), spelling)
+        response, reply = invoke(module, evt)
+        assert response["statusCode"] == 200, reply
+        assert reply["result"]["isError"] is False
+
+    assert len(module.proxy.catalogs) == 1
+    assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 1
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(
+    "value", ["Bearer café", "Bearer a\x01b", "Bearer a\r\nX-Injected: 1", "Bearer \x7f"]
+)
+def test_an_authorization_the_proxy_cannot_forward_is_a_400_on_lambda_not_a_500(shared_handler, shape, value):
+    # Mangum hands header values over as UTF-8 bytes; Starlette reads them as latin-1.
+    evt = with_authorization(event(f"{shape}-search-tools.json"), value)
+    calls = shared_handler.proxy.telemetry.total("catalog", event="catalog_list_upstream")
+
+    response, reply = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 400
+    assert reply["error"]["code"] == -32600
+    assert reply["error"]["message"].startswith("The Authorization header is malformed")
+    assert 'error="invalid_request"' in response["headers"]["www-authenticate"]
+    assert shared_handler.proxy.telemetry.total("catalog", event="catalog_list_upstream") == calls
+
+
+@pytest.mark.parametrize("forwarded_host", ['evil.example", error="forged', "évil.example", "a b"])
+def test_a_forged_forwarded_host_is_not_reflected_on_lambda(shared_handler, forwarded_host):
+    evt = event("http-api-discover.json")
+    evt["requestContext"]["http"]["method"] = "GET"
+    evt["rawPath"] = evt["requestContext"]["http"]["path"] = "/.well-known/oauth-protected-resource/mcp"
+    evt["routeKey"] = "GET /.well-known/oauth-protected-resource/mcp"
+    evt.pop("body")
+    evt["isBase64Encoded"] = False
+    evt["headers"]["x-forwarded-host"] = forwarded_host
+
+    response, document = invoke(shared_handler, evt)
+
+    assert response["statusCode"] == 200
+    assert document["resource"] == f"https://{evt['headers']['host']}/mcp"
+    assert not response["headers"]["cache-control"].startswith("public")

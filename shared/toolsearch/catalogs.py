@@ -1,8 +1,9 @@
 """Each caller's catalog: listed from the upstream, indexed, cached, refreshed.
 
-A caller is known only by a hash of their Authorization header and the upstream
-URL, never by the token itself or a claim inside it (a claim can't be trusted
-without verifying the token, which the proxy cannot do).
+A caller is known only by a hash of their Authorization header (its scheme and
+whitespace spelled one way, `credentials.py`) and the upstream URL, never by the
+token itself or a claim inside it (a claim can't be trusted without verifying
+the token, which the proxy cannot do).
 
 Tiers: warm memory (bounded LRU) in front of an optional shared store
 (DynamoDB in Lambda). A fresh catalog is served as is; a stale one is served
@@ -32,6 +33,7 @@ from typing import Any, Protocol
 
 from . import deadline
 from .catalog import Catalog
+from .credentials import read_authorization
 from .search import SearchIndex
 from .settings import Settings
 from .upstream import UpstreamError
@@ -43,15 +45,32 @@ _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier w
 
 
 def caller_key(upstream_url: str, authorization: str | None) -> str:
-    """The cache key of one caller: a SHA-256 of the upstream URL and the whole header."""
-    material = f"{upstream_url}\n{authorization or ''}".encode()
-    return hashlib.sha256(material).hexdigest()
+    """The cache key of one caller: a SHA-256 of the upstream URL and the whole header.
+
+    The header is read as `credentials.read_authorization` reads it (scheme case and whitespace
+    made one), so every spelling of one credential is one key. Raises MalformedAuthorization.
+    """
+    values = () if authorization is None else (authorization,)
+    return _key(upstream_url, read_authorization(*values).identity)
+
+
+def _key(upstream_url: str, identity: str) -> str:
+    return hashlib.sha256(f"{upstream_url}\n{identity}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    authorization: str | None
+    authorization: str | None  # as forwarded upstream: checked and normalised, never the raw header
     key: str
+
+    @classmethod
+    def from_header(cls, upstream_url: str, *values: str) -> Caller:
+        """The caller a request's Authorization header (all its values) names.
+
+        Raises MalformedAuthorization.
+        """
+        credentials = read_authorization(*values)
+        return cls(credentials.header, _key(upstream_url, credentials.identity))
 
 
 @dataclass(frozen=True, slots=True)

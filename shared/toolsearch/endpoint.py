@@ -20,7 +20,8 @@ from starlette.responses import JSONResponse, Response
 
 from . import __version__
 from . import protocol as P
-from .catalogs import Caller, caller_key
+from .catalogs import Caller
+from .credentials import MalformedAuthorization
 from .jsonrpc import Envelope, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
@@ -63,9 +64,8 @@ class McpEndpoint:
     # -- HTTP
 
     async def protected_resource_metadata(self, request: Request) -> Response:
-        return JSONResponse(
-            await self.oauth.metadata(request), headers={"Cache-Control": "public, max-age=300"}
-        )
+        document = await self.oauth.metadata(request)
+        return JSONResponse(document.body, headers={"Cache-Control": document.cache_control})
 
     async def not_allowed(self, request: Request) -> Response:
         return JSONResponse(
@@ -170,8 +170,7 @@ class McpEndpoint:
 
     async def _dispatch(self, request: Request, env: Envelope) -> dict[str, Any]:
         _version, modern = negotiate(request, env)
-        authorization = request.headers.get("authorization")
-        caller = Caller(authorization, caller_key(self.upstream_url, authorization))
+        caller = self._caller(request)
         if env.is_notification:
             return {}  # initialized, cancelled, anything else: accepted and ignored
         if modern:
@@ -188,6 +187,20 @@ class McpEndpoint:
         if env.method == "ping":
             return {}
         return await self._run(env, caller)
+
+    def _caller(self, request: Request) -> Caller:
+        try:
+            return Caller.from_header(self.upstream_url, *request.headers.getlist("authorization"))
+        except MalformedAuthorization as exc:
+            # 400, not 401 (RFC 6750 §3.1 invalid_request): signing in again would not mend the header.
+            challenge = self.oauth.invalid_request(request, str(exc))
+            raise P.RpcError(
+                P.INVALID_REQUEST,
+                str(exc),
+                {"header": "Authorization", "reason": exc.reason},
+                http_status=400,
+                headers={"WWW-Authenticate": challenge},
+            ) from None
 
     async def _run(
         self, env: Envelope, caller: Caller, modern_headers: Mapping[str, str] | None = None

@@ -4,7 +4,8 @@ A modern (2026-07-28) request carries its version in `_meta` and mirrors the
 method, the tool's name and any `x-mcp-header` parameters into headers, which
 must agree with the body (else HeaderMismatch, -32020). A request without
 `_meta` version is of the handshake era: its header names the version, and
-none at all means 2025-03-26.
+none at all means 2025-03-26. Every header is compared without the optional
+whitespace around it (RFC 9110 §5.5), whatever the server in front left there.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .upstream import headers as mcp_headers
 
 def negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
     """The request's protocol version and whether it is modern; checks headers against the body."""
-    header = request.headers.get("mcp-protocol-version")
+    header = _header(request.headers, "mcp-protocol-version")
     meta = env.params.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
     in_body = meta.get(P.META_PROTOCOL_VERSION)
@@ -50,7 +51,7 @@ def negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
 
 
 def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, Any]) -> None:
-    method_header = request.headers.get("mcp-method")
+    method_header = _header(request.headers, "mcp-method")
     if method_header is None:
         raise _mismatch("the Mcp-Method header is missing")
     if method_header != env.method:
@@ -86,11 +87,16 @@ def check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapp
             if expected is not None:
                 raise _mismatch(f"the {field} header is missing")
             continue
-        received = P.decode_header_value(raw.strip(" \t"))
+        received = P.decode_header_value(raw)
         if received is None:
             raise _mismatch(f"the {field} header is malformed")
         if expected is None or not _same_value(param.type, received, expected):
             raise _mismatch(f"{field} does not match the body's {'.'.join(param.path)}")
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    return value.strip(P.HEADER_OWS) if value is not None else None
 
 
 def _same_value(kind: str, received: str, expected: str) -> bool:

@@ -4,126 +4,165 @@ Clients that sign in with OAuth (claude.ai, Claude Code, the MCP Inspector)
 connect to the proxy's URL, get a 401, and follow its `WWW-Authenticate` to
 metadata that names the authorization server. The proxy has no authorization
 server of its own: it names the upstream's (read from the upstream's own
-metadata, or set by the operator), but as a resource it names itself, so the
-client asks for a token whose audience is the proxy's URL. The upstream must
-accept such tokens (docs/security.md says how that squares with the MCP rule
-against token passthrough).
+metadata by `metadata_relay`, or set by the operator), but as a resource it
+names itself, so the client asks for a token whose audience is the proxy's URL.
+The upstream must accept such tokens (docs/security.md says how that squares
+with the MCP rule against token passthrough).
+
+Without `public_url`, the proxy's URL comes from the request's
+`X-Forwarded-Proto`/`X-Forwarded-Host`/`Host`, which a client controls: each is
+used only when it is a plain scheme or host, every value put in a challenge is
+quoted and escaped, and a document built from request headers is never left in
+a shared cache.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 from starlette.requests import Request
 
+from toolsearch.metadata_relay import MetadataRelay
 from toolsearch.settings import Settings
-
-logger = logging.getLogger(__name__)
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
 _PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+_QUOTED_PAIR = re.compile(r"\\(.)")
 _KEPT_CHALLENGE_PARAMS = ("scope", "error", "error_description")
+_MAX_PARAM_CHARS = 1024
+# RFC 3986 host (a reg-name of unreserved characters and %-escapes, or an IPv6 literal), then an
+# optional port. Sub-delimiters (`,;'!&...`), legal in a reg-name but in no real host name, are refused.
+_HOST = re.compile(r"(?:(?:[A-Za-z0-9._~-]|%[0-9A-Fa-f]{2}){1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?")
+_SCHEMES = ("http", "https")
+# What a client or shared cache may do with the metadata document (see docs/security.md).
+CACHE_SHARED = "public, max-age=300"
+CACHE_PRIVATE = "private, max-age=300"
+CACHE_NONE = "no-store"
 
 
 def parse_challenge(header: str | None) -> dict[str, str]:
-    """The parameters of a Bearer challenge (`resource_metadata`, `scope`, `error`...)."""
+    """The parameters of a Bearer challenge (`resource_metadata`, `scope`, `error`...), unquoted."""
     if not header:
         return {}
     scheme, _, rest = header.strip().partition(" ")
     if scheme.lower() != "bearer":
         return {}
     return {
-        m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
+        m.group(1).lower(): _QUOTED_PAIR.sub(r"\1", m.group(2)) if m.group(2) is not None else m.group(3)
         for m in _PARAM.finditer(rest)
     }
 
 
-def public_base(request: Request, settings: Settings) -> str:
-    """The proxy's own origin as its clients see it (behind API Gateway or a function URL too)."""
-    if settings.public_url:
-        parts = urlsplit(settings.public_url)
-        return f"{parts.scheme}://{parts.netloc}"
-    proto = request.headers.get("x-forwarded-proto", request.url.scheme).split(",")[0].strip()
-    host = request.headers.get("x-forwarded-host") or request.headers.get("host") or request.url.netloc
-    return f"{proto}://{host.split(',')[0].strip()}"
+def quoted(value: str) -> str:
+    """`value` as an RFC 9110 quoted-string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _echoable(value: str) -> bool:
+    # Only printable ASCII goes back into a header: no CR/LF, no byte a front end might re-encode.
+    return len(value) <= _MAX_PARAM_CHARS and all(0x20 <= ord(ch) <= 0x7E for ch in value)
+
+
+def _first(value: str | None) -> str:
+    # A proxy chain appends: "client-said, proxy-said"; the first one names the client's view.
+    return (value or "").split(",")[0].strip(" \t")
+
+
+def forwarded_origin(request: Request) -> str:
+    """The proxy's origin from the request's headers, each used only when it is well formed."""
+    proto = _first(request.headers.get("x-forwarded-proto")).lower()
+    if proto not in _SCHEMES:
+        # The scope's scheme, not request.url: building that URL parses the Host header we distrust.
+        scheme = request.scope.get("scheme")
+        proto = scheme if scheme in _SCHEMES else "http"
+    for candidate in (request.headers.get("x-forwarded-host"), request.headers.get("host")):
+        host = _first(candidate)
+        if host and _is_host(host):
+            return f"{proto}://{host}"
+    server = request.scope.get("server")
+    if server and _is_host(f"{server[0]}:{server[1]}"):
+        return f"{proto}://{server[0]}:{server[1]}"
+    return f"{proto}://localhost"
+
+
+def _is_host(value: str) -> bool:
+    if not _HOST.fullmatch(value):
+        return False
+    port = value.rpartition(":")[2] if not value.endswith("]") and ":" in value else ""
+    return not port or int(port) <= 65535
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataDocument:
+    body: dict[str, Any]
+    cache_control: str
 
 
 class ProtectedResource:
     """Serves the proxy's metadata and rewrites the upstream's 401 challenges to point at it."""
 
-    def __init__(
-        self, settings: Settings, upstream_url: str, http: httpx.AsyncClient, ttl: float = 600.0
-    ) -> None:
+    def __init__(self, settings: Settings, upstream_url: str, http: httpx.AsyncClient) -> None:
         self.settings = settings
         self.upstream_url = upstream_url
-        self.http = http
-        self.ttl = ttl
-        self._upstream_metadata: dict[str, Any] | None = None
-        self._fetched_at = 0.0
         self._metadata_url_hint: str | None = None
+        self.relay = MetadataRelay(http, self.candidate_urls, deadline=settings.oauth_metadata_timeout)
+
+    def base(self, request: Request) -> str:
+        if self.settings.public_url:
+            parts = urlsplit(self.settings.public_url)
+            return f"{parts.scheme}://{parts.netloc}"
+        return forwarded_origin(request)
 
     def resource(self, request: Request) -> str:
-        return public_base(request, self.settings) + MCP_PATH
+        return self.base(request) + MCP_PATH
 
     def metadata_url(self, request: Request) -> str:
-        return public_base(request, self.settings) + WELL_KNOWN + MCP_PATH
+        return self.base(request) + WELL_KNOWN + MCP_PATH
 
     def challenge(self, request: Request, upstream_challenge: str | None) -> str:
         """Our 401 challenge: the upstream's scope and error, our resource metadata."""
-        if upstream_challenge:
-            hint = parse_challenge(upstream_challenge).get("resource_metadata")
-            if hint:
-                self._metadata_url_hint = hint
         params = parse_challenge(upstream_challenge)
-        parts = [f'resource_metadata="{self.metadata_url(request)}"']
-        parts += [f'{key}="{params[key]}"' for key in _KEPT_CHALLENGE_PARAMS if key in params]
+        hint = params.get("resource_metadata")
+        if hint and _echoable(hint):
+            self._metadata_url_hint = hint
+        kept = {key: params[key] for key in _KEPT_CHALLENGE_PARAMS if key in params}
+        return self._challenge(request, kept)
+
+    def invalid_request(self, request: Request, description: str) -> str:
+        """A challenge for a request whose credentials are malformed (RFC 6750 §3.1, with 400)."""
+        return self._challenge(request, {"error": "invalid_request", "error_description": description})
+
+    def _challenge(self, request: Request, params: dict[str, str]) -> str:
+        parts = [f"resource_metadata={quoted(self.metadata_url(request))}"]
+        parts += [f"{key}={quoted(value)}" for key, value in params.items() if _echoable(value)]
         return "Bearer " + ", ".join(parts)
 
-    async def metadata(self, request: Request) -> dict[str, Any]:
-        upstream = await self._upstream()
-        servers = list(self.settings.authorization_servers) or list(
-            upstream.get("authorization_servers") or []
-        )
-        document: dict[str, Any] = {
+    async def metadata(self, request: Request) -> MetadataDocument:
+        upstream, current = await self.relay.get()
+        servers = list(self.settings.authorization_servers) or list(upstream.authorization_servers)
+        body: dict[str, Any] = {
             "resource": self.resource(request),
             "authorization_servers": servers,
             "bearer_methods_supported": ["header"],
             "resource_name": "mcp-toolsearch-proxy",
         }
-        if upstream.get("scopes_supported"):
-            document["scopes_supported"] = upstream["scopes_supported"]
-        return document
+        if upstream.scopes_supported:
+            body["scopes_supported"] = list(upstream.scopes_supported)
+        if not current:
+            # What the upstream says could not be read just now: nobody may keep this copy.
+            cache = CACHE_NONE
+        elif self.settings.public_url:
+            cache = CACHE_SHARED  # built from settings and the upstream alone: the same for everyone
+        else:
+            cache = CACHE_PRIVATE  # built from this request's headers: for this client only
+        return MetadataDocument(body, cache)
 
-    async def _upstream(self) -> dict[str, Any]:
-        """The upstream's own metadata, cached; {} when it publishes none."""
-        if self._upstream_metadata is not None and time.monotonic() - self._fetched_at < self.ttl:
-            return self._upstream_metadata
-        metadata: dict[str, Any] = {}
-        for url in self._candidate_urls():
-            try:
-                reply = await self.http.get(url, timeout=self.settings.upstream_connect_timeout + 5)
-            except httpx.HTTPError:
-                continue
-            if reply.status_code == 200:
-                try:
-                    body = reply.json()
-                except ValueError:
-                    continue
-                if isinstance(body, dict):
-                    metadata = body
-                    break
-        if not metadata:
-            logger.warning("upstream publishes no protected-resource metadata")
-        self._upstream_metadata, self._fetched_at = metadata, time.monotonic()
-        return metadata
-
-    def _candidate_urls(self) -> list[str]:
+    def candidate_urls(self) -> list[str]:
         parts = urlsplit(self.upstream_url)
         origin = f"{parts.scheme}://{parts.netloc}"
         path = parts.path.rstrip("/")

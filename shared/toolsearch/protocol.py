@@ -31,6 +31,8 @@ HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
+# Optional whitespace around a header field value, which is not part of it (RFC 9110 §5.5).
+HEADER_OWS = " \t"
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
 
@@ -69,7 +71,12 @@ def is_valid_id(value: Any) -> bool:
 
 
 def decode_header_value(value: str) -> str | None:
-    """A header value as its sender meant it: Base64-sentinel values decoded; None if malformed."""
+    """A header value as its sender meant it: Base64-sentinel values decoded; None if malformed.
+
+    Leading and trailing SP/HTAB are not part of a field value (RFC 9110 §5.5): they go first.
+    A value that needs them, or any byte outside visible ASCII, comes Base64-encoded.
+    """
+    value = value.strip(HEADER_OWS)
     if value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX) and len(value) >= 11:
         encoded = value[len(_SENTINEL_PREFIX) : -len(_SENTINEL_SUFFIX)]
         try:

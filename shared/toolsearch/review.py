@@ -29,7 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from .catalog import Catalog, Tool
-from .catalogs import Caller, CatalogStore, SharedTier, caller_key
+from .catalogs import Caller, CatalogStore, SharedTier
+from .credentials import MalformedAuthorization
 from .oauth import ProtectedResource
 from .service import short_description
 from .settings import Settings
@@ -199,8 +200,7 @@ class CatalogReview:
         outcome = "ok"
         try:
             self._check_origin(request)
-            authorization = request.headers.get("authorization")
-            caller = Caller(authorization, caller_key(self.upstream_url, authorization))
+            caller = self._caller(request)
             try:
                 body = await run(caller)
             except UpstreamError as exc:
@@ -217,6 +217,14 @@ class CatalogReview:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
             logger.info(metric.replace("_", " "), extra={"outcome": outcome, "ms": elapsed})
+
+    def _caller(self, request: Request) -> Caller:
+        # The same reading as /mcp, so a reviewer sees the catalog their MCP client gets.
+        try:
+            return Caller.from_header(self.upstream_url, *request.headers.getlist("authorization"))
+        except MalformedAuthorization as exc:
+            challenge = self.oauth.invalid_request(request, str(exc))
+            raise ReviewError(400, "invalid_request", str(exc), {"WWW-Authenticate": challenge}) from None
 
     def _check_origin(self, request: Request) -> None:
         # The same rule as /mcp: a browser page from another origin gets nothing.

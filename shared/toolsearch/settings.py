@@ -220,6 +220,14 @@ class Settings:
         "Server",
         metavar="URLS",
     )
+    oauth_metadata_timeout: float = _setting(
+        5.0,
+        "Deadline in seconds for reading the upstream's protected-resource metadata (connecting and "
+        "the whole body, every candidate URL together); a failed read is retried after 5 s at the "
+        "earliest.",
+        "Server",
+        metavar="SECONDS",
+    )
     log_level: str = _setting("INFO", "Log level.", "Server", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
     def replace(self, **changes: Any) -> Settings:

@@ -5,7 +5,10 @@ Two loaders share one interface:
 - `load_embedder(dir)` (the default) memory-maps the embedding matrix straight
   out of `model.safetensors` and tokenizes with the folder's `tokenizer.json`
   through `tokenizers`. Nothing is copied: rows are paged in when a token is
-  first used, so a cold start does not read the whole matrix.
+  first used, so a cold start does not read the whole matrix. A Unigram
+  tokenizer (potion's) is held as a plain vocabulary (`unigram.py`), which
+  loads in a fraction of the time and memory of `tokenizers`' own and gives
+  the same ids.
 - `load_embedder(dir, mmap=False)` is model2vec's own `StaticModel.from_pretrained`,
   kept as the reference the fast path is tested against.
 
@@ -225,6 +228,27 @@ class Model2VecEmbedder:
         return np.asarray(vectors, np.float32)
 
 
+def _load_tokenizer(tokenizer_path: Path) -> tuple[Any, int | None]:
+    """The folder's tokenizer and its unknown token's id: a Unigram one as a plain vocabulary,
+    any other through `tokenizers`. Raises ModelLoadError when it cannot be read."""
+    from toolsearch.model.unigram import NotUnigram, SubVocabularyTokenizer
+
+    try:
+        sub = SubVocabularyTokenizer.from_folder(tokenizer_path.parent)
+        return sub, sub.unk_id
+    except NotUnigram:
+        pass
+    except Exception as exc:  # bad JSON, or tokenizers refusing the pipeline
+        raise ModelLoadError(f"{tokenizer_path}: {exc}") from exc
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
+        raise ModelLoadError(f"{tokenizer_path}: {exc}") from exc
+    return tokenizer, _unk_token_id(tokenizer, tokenizer_path)
+
+
 def _read_config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     if not path.is_file():
@@ -254,8 +278,6 @@ def load_embedder(model_dir: str | Path, *, mmap: bool = True) -> Embedder:
         except Exception as exc:  # model2vec raises many kinds; the caller needs one
             raise ModelLoadError(f"{folder}: model2vec could not load it: {exc}") from exc
 
-    from tokenizers import Tokenizer
-
     tensors = read_safetensors_header(weights_path)
     if "embeddings" not in tensors:
         raise ModelLoadError(f"{weights_path}: no 'embeddings' tensor (found {sorted(tensors)})")
@@ -265,10 +287,7 @@ def load_embedder(model_dir: str | Path, *, mmap: bool = True) -> Embedder:
     embeddings = map_tensor(weights_path, info)
     weights = read_tensor(weights_path, tensors["weights"]) if "weights" in tensors else None
     mapping = read_tensor(weights_path, tensors["mapping"]) if "mapping" in tensors else None
-    try:
-        tokenizer = Tokenizer.from_file(str(tokenizer_path))
-    except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
-        raise ModelLoadError(f"{tokenizer_path}: {exc}") from exc
+    tokenizer, unk_id = _load_tokenizer(tokenizer_path)
     vocab = tokenizer.get_vocab_size()
     rows_needed = vocab if mapping is None else len(mapping)
     if mapping is None and info.shape[0] != vocab:
@@ -280,7 +299,7 @@ def load_embedder(model_dir: str | Path, *, mmap: bool = True) -> Embedder:
     return StaticEmbedder(
         embeddings,
         tokenizer,
-        unk_id=_unk_token_id(tokenizer, tokenizer_path),
+        unk_id=unk_id,
         weights=weights,
         mapping=mapping,
         max_length=max_length,

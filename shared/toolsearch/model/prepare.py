@@ -151,6 +151,10 @@ def prepare_model(
     for name in COPIED_FILES:
         if (source / name).is_file():
             write_atomic(out / name, (source / name).read_bytes())
+    # The vocabulary as the loader maps it (unigram.py): a cold start in milliseconds, not seconds.
+    from toolsearch.model.unigram import write_sidecar
+
+    write_sidecar(out)
 
     from toolsearch.model.fetch import file_sha256
 
