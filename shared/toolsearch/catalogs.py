@@ -9,8 +9,9 @@ Tiers: warm memory (bounded LRU) in front of an optional shared store
 (DynamoDB in Lambda). A fresh catalog is served as is; a stale one is served
 while one background refresh per key lists the upstream again; one past
 `catalog_max_age` is listed again before answering. A failed listing is never
-cached, so a 401 or a 5xx is not remembered as an empty catalog; a 401 is
-answered again for `unauthorized_ttl` seconds without asking the upstream.
+cached, so a 401 or a 5xx is not remembered as an empty catalog; an anonymous
+caller's 401 is answered again for `unauthorized_ttl` seconds without asking
+the upstream.
 
 The shared copy lives until `catalog_max_age`, and readers judge its freshness
 by its `fetched_at`: an environment that does not get the key's lease serves a
@@ -40,7 +41,6 @@ from .upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
-_REFUSED_ENTRIES = 1024  # callers whose 401 is remembered at once (a few hundred bytes each)
 _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
 
 
@@ -116,7 +116,7 @@ class CatalogStore:
         self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
         self._forced: set[str] = set()  # keys whose next load skips the shared tier
-        self._refused: OrderedDict[str, tuple[float, UpstreamError]] = OrderedDict()  # key -> (until, 401)
+        self._refused: dict[str, tuple[float, UpstreamError]] = {}  # anonymous key -> (until, its 401)
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -143,7 +143,7 @@ class CatalogStore:
         try:
             entry = await self._wait_in_time(self._single_flight(caller, background=False))
         except UpstreamError as exc:
-            if exc.kind == "unauthorized":
+            if exc.kind == "unauthorized" and caller.authorization is None:
                 self._remember_refusal(caller.key, exc)
             raise
         if self._age(entry) >= self._settings.catalog_ttl:
@@ -190,7 +190,7 @@ class CatalogStore:
                 " on: ask again in a moment",
             ) from None
 
-    # -- callers the upstream refused
+    # -- anonymous callers the upstream refused
 
     def _refusal(self, key: str) -> UpstreamError | None:
         held = self._refused.get(key)
@@ -203,18 +203,16 @@ class CatalogStore:
         return _copy_error(error)
 
     def _remember_refusal(self, key: str, error: UpstreamError) -> None:
-        """A 401 is answered again without the upstream for a few seconds, per caller key.
+        """An anonymous 401 is answered again without the upstream for a few seconds.
 
-        The key is a hash of the whole Authorization header, so a caller who then signs in, or
-        refreshes a token, is a new key and reaches the upstream at once.
+        Only a request without Authorization: clients send several before they learn to sign in,
+        and they are all the same caller. A refused token is not remembered: the upstream may admit
+        that very token a moment later (newly issued, newly granted), and signing in or refreshing
+        changes the header anyway. One key per upstream, so this holds one entry.
         """
         ttl = self._settings.unauthorized_ttl
-        if ttl <= 0:
-            return
-        self._refused[key] = (self._clock() + ttl, error)
-        self._refused.move_to_end(key)
-        while len(self._refused) > _REFUSED_ENTRIES:
-            self._refused.popitem(last=False)
+        if ttl > 0:
+            self._refused[key] = (self._clock() + ttl, error)
 
     # -- loading: single flight per key
 

@@ -46,9 +46,9 @@ class Settings:
     )
     unauthorized_ttl: float = _setting(
         5.0,
-        "Seconds a caller whose tool listing the upstream refused with 401 gets that 401 again without "
-        "the upstream being asked (per Authorization header, none included; a new or refreshed token "
-        "is a new caller and is asked at once). 0 asks the upstream every time.",
+        "Seconds a request without Authorization whose tool listing the upstream refused with 401 "
+        "gets that 401 again without the upstream being asked (clients send several before they sign "
+        "in). A request with a token is always asked. 0 asks the upstream every time.",
         "Upstream",
         metavar="SECONDS",
     )
@@ -85,8 +85,9 @@ class Settings:
     )
     max_result_bytes: int = _setting(
         5_000_000,
-        "Largest upstream tool result passed on, in bytes of JSON; a larger one is cut, with a note "
-        "(a Lambda response holds at most 6 MB).",
+        "Largest answer of the five tools passed on, in bytes of JSON as the answer carries it (on "
+        "Lambda: as the runtime serialises the response, where quotes and backslashes count twice); "
+        "a larger one is cut, with a note. On Lambda no answer passes 6 MB serialised, whatever this says.",
         "Upstream",
         metavar="BYTES",
     )
