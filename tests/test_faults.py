@@ -157,6 +157,46 @@ async def test_a_result_larger_than_a_lambda_response_is_cut_with_a_note(faulty)
     assert len(result["content"][0]["text"]) > 1_000_000  # what fits is still passed on
 
 
+async def _lone_surrogate_upstream(scope: dict, receive: Any, send: Any) -> None:
+    """An upstream whose one tool answers text with a lone surrogate: valid JSON, not Unicode."""
+    from fixtures.servers import read_asgi_body
+
+    if scope["type"] != "http":
+        return
+    message = json.loads(await read_asgi_body(receive) or b"{}")
+    if "id" not in message:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    method = message.get("method")
+    if method == "server/discover":
+        result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "blob_get", "inputSchema": {}, "annotations": {"readOnlyHint": True}}]}
+    else:
+        result = {
+            "content": [{"type": "text", "text": "before \ud800 after"}],
+            "structuredContent": {"s": "\udfff"},
+        }
+    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()  # \ud800 escaped
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_a_result_holding_a_lone_surrogate_is_passed_on_with_a_replacement_not_a_500():
+    from fixtures.servers import serve_in_thread
+
+    with serve_in_thread(_lone_surrogate_upstream) as base:
+        async with proxy_client(settings(base + "/mcp")) as client:
+            reply = await client.post("/mcp", **call("call_read_tool", {"name": "blob_get"}))
+    assert reply.status_code == 200
+    result = reply.json()["result"]
+    assert result["content"][0]["text"] == "before \ufffd after"
+    assert result["structuredContent"] == {"s": "\ufffd"}
+
+
 # -- callers the upstream refuses
 
 

@@ -7,6 +7,7 @@ invocation response that Lambda limits to 6 MB.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
-from toolsearch.response_size import ResponseSize, body_text
+from toolsearch.response_size import JsonAnswer, ResponseSize, body_text
 
 RUNTIMES = ["AWS_Lambda_python3.13", "AWS_Lambda_python3.11", ""]
 
@@ -65,7 +66,7 @@ def test_counts_exactly_what_the_runtime_writes_for_any_json(execution_env, valu
 @settings(max_examples=100, deadline=None)
 @given(value=json_values)
 def test_the_body_is_what_the_endpoint_sends_and_local_size_is_its_bytes(value):
-    assert body_text(value).encode() == JSONResponse(value).body
+    assert body_text(value).encode() == JSONResponse(value).body == JsonAnswer(value).body
     assert ResponseSize.local().of(value) == len(JSONResponse(value).body)
 
 
@@ -73,3 +74,9 @@ def test_the_lambda_limit_leaves_room_for_the_response_object_around_the_body():
     size = ResponseSize.lambda_runtime("AWS_Lambda_python3.13")
     assert size.limit is not None and 6_200_000 < size.limit < 6_291_456
     assert ResponseSize.local().limit is None
+
+
+def test_a_lone_surrogate_is_written_as_a_replacement_of_the_same_size():
+    value = {"text": "a\ud800b"}
+    assert json.loads(JsonAnswer(value).body) == {"text": "a\ufffdb"}
+    assert ResponseSize.local().of(value) == len(JsonAnswer(value).body)

@@ -26,7 +26,7 @@ from .jsonrpc import Envelope, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .oauth import ProtectedResource
-from .response_size import ResponseSize
+from .response_size import JsonAnswer, ResponseSize
 from .results import limit_result
 from .service import AuthFailure, ToolService
 from .settings import Settings
@@ -91,7 +91,7 @@ class McpEndpoint:
                 raise self._auth_error(request, failure.error) from failure
             if envelope.is_notification:
                 return Response(status_code=202)
-            return JSONResponse(self._fitted(envelope, result))
+            return JsonAnswer(self._fitted(envelope, result))
         except P.RpcError as error:
             request_id = message.get("id") if isinstance(message, dict) else None
             if not P.is_valid_id(request_id):

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.responses import JSONResponse
+
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
 LAMBDA_ENVELOPE_BYTES = 8_192
@@ -30,6 +32,22 @@ _UTF8_RUNTIMES = ("python3.12", "python3.13", "python3.14", "python3.15")
 def body_text(value: Any) -> str:
     """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class JsonAnswer(JSONResponse):
+    """A JSON response that can always be written: the text of `body_text`, as UTF-8.
+
+    A string from the upstream may hold a lone surrogate (`"\\ud800"` is valid JSON but not
+    Unicode), which UTF-8 cannot carry; it becomes U+FFFD, so the rest of the answer still gets
+    through instead of a 500. (Same byte count: the size measures stay exact.)
+    """
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
 
 
 @dataclass(frozen=True)
