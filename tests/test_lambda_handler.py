@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from fixtures.faulty_upstream import Fault, running_faulty
+from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (a pytest fixture)
 from toolsearch.catalogs import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
+from toolsearch.upstream.sse import SSEParser
 
 pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite and dynamo_table, for the shared-tier test
 
@@ -667,3 +669,206 @@ def test_a_forged_forwarded_host_is_not_reflected_on_lambda(shared_handler, forw
     assert response["statusCode"] == 200
     assert document["resource"] == f"https://{evt['headers']['host']}/mcp"
     assert not response["headers"]["cache-control"].startswith("public")
+
+
+# -- malformed events: API Gateway turns a raised exception into a 502 with no body; a 400 says why.
+
+
+def _mutated(name: str, change: Any) -> dict[str, Any]:
+    evt = event(name)
+    change(evt)
+    return evt
+
+
+def _set(path: tuple[str, ...], value: Any) -> Any:
+    def change(evt: dict[str, Any]) -> None:
+        target = evt
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+def _drop(path: tuple[str, ...]) -> Any:
+    def change(evt: dict[str, Any]) -> None:
+        target = evt
+        for key in path[:-1]:
+            target = target[key]
+        target.pop(path[-1], None)
+
+    return change
+
+
+MALFORMED = {
+    "invalid base64 body": ("http-api-search-tools.json", _set(("isBase64Encoded",), True)),
+    "base64 body with non-ASCII": (
+        "function-url-search-tools.json",
+        _set(("body",), "ey\u00e9J9"),
+    ),
+    "header value not a string": ("http-api-search-tools.json", _set(("headers", "x-count"), 5)),
+    "header value null": ("function-url-search-tools.json", _set(("headers", "accept"), None)),
+    "headers null (v2)": ("http-api-search-tools.json", _set(("headers",), None)),
+    "headers a list": ("rest-api-search-tools.json", _set(("headers",), ["host"])),
+    "unknown event version": ("http-api-search-tools.json", _set(("version",), "3.0")),
+    "version 1.0 without path": ("http-api-search-tools.json", _set(("version",), "1.0")),
+    "requestContext without http": ("http-api-search-tools.json", _drop(("requestContext", "http"))),
+    "requestContext null": ("http-api-search-tools.json", _set(("requestContext",), None)),
+    "requestContext a string": ("rest-api-search-tools.json", _set(("requestContext",), "context")),
+    "rest event without httpMethod": ("rest-api-search-tools.json", _drop(("httpMethod",))),
+    "body an object": ("http-api-search-tools.json", _set(("body",), {"jsonrpc": "2.0"})),
+    "body a number": ("rest-api-search-tools.json", _set(("body",), 12)),
+    "cookies not a list": ("http-api-search-tools.json", _set(("cookies",), 5)),
+    "cookies holding a number": ("function-url-search-tools.json", _set(("cookies",), ["a=b", 7])),
+    "multiValueHeaders holding a number": (
+        "rest-api-search-tools.json",
+        _set(("multiValueHeaders", "accept"), [1]),
+    ),
+    "multiValueHeaders a list": ("rest-api-search-tools.json", _set(("multiValueHeaders",), ["accept"])),
+    "query parameters a number": ("rest-api-search-tools.json", _set(("queryStringParameters",), 5)),
+    "rawQueryString a number": ("http-api-search-tools.json", _set(("rawQueryString",), 5)),
+    "path a number": ("rest-api-search-tools.json", _set(("path",), 5)),
+    "x-forwarded-port not a number": (
+        "http-api-search-tools.json",
+        _set(("headers", "x-forwarded-port"), "https"),
+    ),
+    "host with two colons": ("http-api-search-tools.json", _set(("headers", "host"), "a:1:2")),
+    "method a list": ("http-api-search-tools.json", _set(("requestContext", "http", "method"), ["POST"])),
+}
+
+
+def _assert_http_400(response: dict[str, Any]) -> dict[str, Any]:
+    """A proxy response every API Gateway shape passes on: status, JSON headers, a string body."""
+    assert response["statusCode"] == 400
+    assert set(response) <= {"statusCode", "headers", "multiValueHeaders", "body", "isBase64Encoded"}
+    assert response["headers"]["content-type"] == "application/json"
+    assert response["isBase64Encoded"] is False
+    reply = json.loads(response["body"])
+    assert reply["jsonrpc"] == "2.0" and reply["error"]["code"] == -32600
+    return reply
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_http_event_gets_a_400_the_gateway_can_pass_on(shared_handler, case):
+    name, change = MALFORMED[case]
+    evt = _mutated(name, change)
+    if case == "invalid base64 body":
+        evt["body"] = "!!not base64"
+
+    reply = _assert_http_400(shared_handler.handler(evt, FakeContext()))
+
+    assert "event" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("evt", [None, "requestContext", ["requestContext"], 12])
+def test_an_event_that_is_not_even_an_object_gets_the_non_http_answer(shared_handler, evt):
+    response = shared_handler.handler(evt, FakeContext())
+
+    assert response["statusCode"] == 400
+    assert "not an HTTP event" in response["error"]
+
+
+def _mutations(value: Any) -> list[Any]:
+    """Odd values of other types for one field of an event: what a hand-written event might hold."""
+    odd = [None, 0, -1, True, "", "\u00e9\u0000", [], ["x", 1], {}, {"k": 1}]
+    return [candidate for candidate in odd if type(candidate) is not type(value) or candidate != value]
+
+
+def _paths(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            paths += _paths(inner, (*prefix, key))
+    return paths
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in EVENT_FILES if n.endswith(("-tools-list.json", "-search-tools.json"))]
+)
+def test_no_mutation_of_an_event_field_makes_the_handler_raise(shared_handler, name):
+    """Each field of each event shape, replaced by values of other types: an answer, never a raise."""
+    original = event(name)
+    tried = 0
+    # The Authorization header's own checks belong to the endpoint (tests/test_endpoint.py).
+    for path in [p for p in _paths(original) if p != ("headers", "authorization")]:
+        for value in _mutations(_get(original, path)):
+            evt = _mutated(name, _set(path, value))
+            response = shared_handler.handler(evt, FakeContext())  # must not raise
+            tried += 1
+            assert isinstance(response, dict) and isinstance(response.get("statusCode"), int), (path, value)
+            assert response["statusCode"] < 500, (path, value)
+            if "error" not in response:  # an HTTP answer: a proxy response the gateway understands
+                assert isinstance(response.get("body", ""), str), (path, value)
+    assert tried > 100
+
+
+def _get(evt: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        evt = evt[key]
+    return evt
+
+
+async def _challenging_upstream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An upstream that refuses everyone with a challenge whose scope is UTF-8, not Latin-1."""
+    if scope["type"] != "http":
+        return
+    challenge = 'Bearer scope="r\u00e9sum\u00e9s:read", error="invalid_token"'.encode()
+    headers = [(b"content-type", b"application/json"), (b"www-authenticate", challenge)]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+def test_an_answer_mangum_cannot_convert_is_a_json_rpc_error_not_a_raise(load_handler):
+    """Mangum decodes response headers as UTF-8; whatever it fails on, the gateway gets an answer."""
+    from fixtures.servers import serve_in_thread
+
+    with serve_in_thread(_challenging_upstream) as base:
+        module = load_handler(TOOLSEARCH_UPSTREAM=f"{base}/mcp")
+        response = module.handler(event("http-api-discover.json"), FakeContext())
+
+    assert response["statusCode"] in (401, 500)
+    assert isinstance(response["body"], str) and "error" in json.loads(response["body"])
+
+
+def with_body(evt: dict[str, Any], body: dict[str, Any], **headers: str) -> dict[str, Any]:
+    raw = json.dumps(body)
+    evt["body"] = base64.b64encode(raw.encode()).decode() if evt["isBase64Encoded"] else raw
+    evt["headers"]["content-length"] = str(len(raw.encode()))
+    evt["headers"].update(headers)
+    if "multiValueHeaders" in evt:  # a REST API event: Mangum reads this one
+        evt["multiValueHeaders"]["content-length"] = [evt["headers"]["content-length"]]
+        evt["multiValueHeaders"].update({name: [value] for name, value in headers.items()})
+    return evt
+
+
+def progress_call(shape: str, token: str | None) -> dict[str, Any]:
+    """A 2026-07-28 call_read_tool of the fixture's report_progress, asking for progress when `token`."""
+    evt = event(f"{shape}-search-tools.json")
+    body = request_body(evt)
+    body["params"]["name"] = "call_read_tool"
+    body["params"]["arguments"] = {"name": "report_progress", "arguments": {"steps": 3}}
+    if token is not None:
+        body["params"]["_meta"]["progressToken"] = token
+    return with_body(evt, body, **{"mcp-name": "call_read_tool"})
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_progress_is_one_buffered_event_stream_on_lambda(load_handler, sdk_upstream, shape):  # noqa: F811
+    module = load_handler(TOOLSEARCH_UPSTREAM=sdk_upstream.url, TOOLSEARCH_EMBEDDER="none")
+
+    response = module.handler(progress_call(shape, "lambda-1"), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert response["headers"]["content-type"].startswith("text/event-stream")
+    assert response["isBase64Encoded"] is False  # text: no base64 growth toward the 6 MB limit
+    events = SSEParser(max_event_chars=1_000_000).feed(response["body"])
+    *notes, final = [json.loads(e.data) for e in events]
+    assert [note["params"] for note in notes] == [
+        {"progressToken": "lambda-1", "progress": step, "total": 3, "message": f"step {step} of 3"}
+        for step in (1, 2, 3)
+    ]
+    assert final["id"] == 3 and final["result"]["structuredContent"] == {"steps": 3}
+
+    plain, reply = invoke(module, progress_call(shape, None))  # no token: the JSON answer as before
+    assert plain["headers"]["content-type"] == "application/json"
+    assert reply["result"]["structuredContent"] == {"steps": 3}

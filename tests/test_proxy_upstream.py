@@ -15,6 +15,7 @@ import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from fixtures.faulty_upstream import refused_url
 from fixtures.sdk_upstream import legacy_upstream, sdk_upstream  # noqa: F401  (pytest fixtures)
 from fixtures.servers import serve_in_thread
 from mcp_wire import legacy
@@ -153,6 +154,26 @@ async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):  # noq
             assert names[-1] == "echo" and names.count("search_tools") == 1 and "nope" not in names
             result = await client.call_tool("echo", {"message": "pinned"})
             assert result.structured_content == {"message": "pinned"}
+
+
+async def test_a_pinned_tool_whose_catalog_cannot_be_listed_is_a_401_or_an_error_result_not_a_500(
+    sdk_upstream,  # noqa: F811
+):
+    async with httpx.AsyncClient(timeout=30) as http:
+        for upstream_url in (sdk_upstream.url, refused_url()):
+            proxy = build_proxy(Settings(upstream=upstream_url, embedder="none", pinned_tools=["echo"]))
+            with serve_in_thread(proxy.app) as base:
+                # No token: the upstream refuses the listing (401); a closed port: it cannot be reached.
+                reply = await http.post(
+                    base + "/mcp", **legacy("tools/call", {"name": "echo", "arguments": {}})
+                )
+            if upstream_url == sdk_upstream.url:
+                assert reply.status_code == 401
+                assert "resource_metadata" in reply.headers["www-authenticate"]
+            else:
+                assert reply.status_code == 200
+                result = reply.json()["result"]
+                assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "connect"
 
 
 async def test_server_everything_behind_the_proxy(everything_url):

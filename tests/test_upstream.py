@@ -65,11 +65,11 @@ async def test_lists_every_page_with_instructions_in_the_modern_era(sdk_upstream
     expected = [t["name"] for t in generated_tools()]
     assert names[: len(expected)] == expected  # upstream order kept across pages
     assert "alice_only_tool" in names and "bob_only_tool" not in names
-    assert len(names) == len(set(names)) == 306
+    assert len(names) == len(set(names)) == 307
     assert listing.instructions == INSTRUCTIONS
     assert modern.era == "modern"
     methods = [r.rpc_method for r in new_requests(sdk_upstream, since)]
-    assert methods.count("tools/list") == 7  # 306 tools, 50 a page
+    assert methods.count("tools/list") == 7  # 307 tools, 50 a page
     assert "initialize" not in methods
 
 
@@ -185,7 +185,7 @@ async def test_legacy_upstream_falls_back_to_initialize(legacy_server):
         listing = await upstream.list_tools(ALICE)
         assert upstream.era == "legacy"
         assert listing.instructions == INSTRUCTIONS
-        assert len(listing.tools) == 306 and "alice_only_tool" in {t["name"] for t in listing.tools}
+        assert len(listing.tools) == 307 and "alice_only_tool" in {t["name"] for t in listing.tools}
         requests = new_requests(legacy_server, since)
         assert [r.rpc_method for r in requests[:3]] == [
             "server/discover",
@@ -257,7 +257,7 @@ async def test_expired_legacy_session_is_renewed_once_for_a_listing(legacy_serve
         legacy_server.expire_sessions()
         since = len(legacy_server.requests)
         listing = await upstream.list_tools(ALICE)
-        assert len(listing.tools) == 306
+        assert len(listing.tools) == 307
         requests = new_requests(legacy_server, since)
         assert [(r.rpc_method, r.status) for r in requests[:4]] == [
             ("tools/list", 404),

@@ -4,7 +4,9 @@ Everything is built at import, once per execution environment: settings from
 TOOLSEARCH_* variables, the model (from the layer at /opt/model), the proxy
 with its catalog caches, and the DynamoDB tier when TOOLSEARCH_DYNAMODB_TABLE
 is set. Invocations reuse it all. Works for API Gateway HTTP API (v2), REST API
-(v1) and function URL events alike; Mangum reads the shape from the event.
+(v1) and function URL events alike; Mangum reads the shape from the event. An
+event it cannot read gets a 400 proxy response instead of an exception (which the
+gateway would turn into a bare 502); anything else, a 400 saying it is not HTTP.
 
 Logs are Powertools JSON with the Lambda context (request id) and `cold_start`;
 the event itself is never logged (it carries the caller's Authorization header).
@@ -34,9 +36,9 @@ from toolsearch.app import build_proxy  # noqa: E402
 from toolsearch.lambda_support import (  # noqa: E402
     EmfMetrics,
     InvocationLoop,
+    answer_event,
     answer_in_time,
     catalog_tier,
-    is_http_event,
 )
 from toolsearch.logs import configure_logging, format_other_records_with  # noqa: E402
 from toolsearch.response_size import ResponseSize  # noqa: E402
@@ -102,12 +104,6 @@ def handler(event: dict, context: object) -> dict:
             logger.info("cold start", extra={"init_ms": init_ms, **facts})
     loop.make_current()
     try:
-        return adapter(event, context)
-    except RuntimeError:
-        if is_http_event(adapter, event, context):
-            raise
-        # A direct invoke or a test event from the console: say so instead of a stack trace.
-        logger.warning("not an HTTP event: expected API Gateway or a function URL")
-        return {"statusCode": 400, "error": "not an HTTP event: expected API Gateway or a function URL"}
+        return answer_event(adapter, event, context)
     finally:
         metrics.flush()

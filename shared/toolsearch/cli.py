@@ -19,6 +19,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .app import build_proxy
     from .logs import configure_logging
     from .search.embedder import load_configured_embedder
+    from .serving import uvicorn_options
 
     config = settings_module.from_args(args)
     if args.demo:
@@ -36,16 +37,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    # Keep idle connections 75 s (uvicorn's default is 5): MCP clients hold one connection for long
-    # stretches, and a short timeout races their next request into a closed socket.
-    uvicorn.run(
-        proxy.app,
-        host=config.host,
-        port=config.port,
-        log_level="warning",
-        access_log=False,
-        timeout_keep_alive=75,
-    )
+    uvicorn.run(proxy.app, host=config.host, port=config.port, **uvicorn_options(config))
     return 0
 
 

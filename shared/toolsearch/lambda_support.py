@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from . import deadline
+from . import protocol as P
 from .settings import Settings
 from .telemetry import Telemetry
 
@@ -164,13 +165,65 @@ def _waited_at_gateway(event: dict[str, Any], settings: Settings) -> float:
     return waited if 0 <= waited < settings.api_gateway_timeout else 0.0
 
 
-def is_http_event(adapter: Any, event: Any, context: Any) -> bool:
-    """True when Mangum knows the event's shape (API Gateway v1/v2, function URL, ALB)."""
+NOT_HTTP_EVENT = "not an HTTP event: expected API Gateway or a function URL"
+
+
+def answer_event(adapter: Any, event: Any, context: Any) -> dict[str, Any]:
+    """The app's answer to an API Gateway or function-URL event, through Mangum; never a raise.
+
+    Mangum reads the event while building the ASGI scope and body and raises on one it cannot
+    read (invalid base64, a header that is not a string, an unknown version, a missing field),
+    which API Gateway turns into a bare 502. So both are built first: an event Mangum cannot
+    read gets a 400 proxy response the gateway passes on, with a JSON-RPC error as its body.
+    """
+    if not isinstance(event, dict):
+        return not_http_response()
     try:
-        adapter.infer(event, context)
-    except Exception:
-        return False
-    return True
+        reader = adapter.infer(event, context)
+    except RuntimeError:  # no known shape
+        return not_http_response()
+    except Exception as exc:  # a shape Mangum recognises, with a mangled requestContext
+        return _refused(400, "Malformed HTTP event: its request context cannot be read", exc)
+    try:
+        _check_scope(reader.scope)
+    except Exception as exc:
+        return _refused(400, "Malformed HTTP event: its headers, path or request context cannot be read", exc)
+    try:
+        _ = reader.body  # decodes base64 here
+    except Exception as exc:
+        return _refused(400, "Malformed HTTP event: its body is not a string, or not valid base64", exc)
+    try:
+        return adapter(event, context)
+    except Exception as exc:  # Mangum failed on the app's answer: a bug of ours, said as one
+        return _refused(500, "Internal error in the proxy", exc)
+
+
+def _check_scope(scope: dict[str, Any]) -> None:
+    """What Mangum copies from the event unchecked and Starlette needs to be text."""
+    for key in ("method", "path", "scheme"):
+        if not isinstance(scope[key], str):
+            raise TypeError(f"{key} is not a string")
+
+
+def not_http_response() -> dict[str, Any]:
+    """For a direct invoke or a console test event: no gateway reads it, the person does."""
+    logger.warning(NOT_HTTP_EVENT)
+    return {"statusCode": 400, "error": NOT_HTTP_EVENT}
+
+
+def _refused(status: int, message: str, exc: Exception) -> dict[str, Any]:
+    # The exception's type only: its text may quote the event, which carries the caller's token.
+    log = logger.error if status >= 500 else logger.warning
+    log("HTTP event refused", extra={"status": status, "error": type(exc).__name__})
+    code = P.INTERNAL_ERROR if status >= 500 else P.INVALID_REQUEST
+    body = P.error_response(None, P.RpcError(code, message))
+    # The keys every gateway shape accepts (a REST API answers 502 to any other key).
+    return {
+        "statusCode": status,
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps(body, separators=(",", ":")),
+        "isBase64Encoded": False,
+    }
 
 
 def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[], float] = time.time) -> Any:

@@ -3,6 +3,12 @@
 Log records carry tool names, outcomes, status codes and timings as `extra`
 fields. Never a query, an argument, a result or a token: the privacy tests
 capture every record and look for them.
+
+Other libraries are held at WARNING whatever the level, because their DEBUG
+lines carry what ours never may: botocore prints each signed request (the
+access key id in `Authorization`, the session token in `X-Amz-Security-Token`)
+and each response body (catalog bytes); httpx and uvicorn's access log print
+request URLs.
 """
 
 from __future__ import annotations
@@ -23,9 +29,12 @@ def configure_logging(level: str = "INFO", service: str = "toolsearch") -> None:
     handler._toolsearch = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
-    # Request lines from uvicorn and httpx name URLs; keep them at warning.
-    for noisy in ("httpx", "httpcore", "uvicorn.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+# Their loggers' children (botocore.endpoint, botocore.auth...) inherit the level.
+QUIET_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore", "uvicorn.access")
 
 
 def format_other_records_with(formatter: logging.Formatter) -> None:

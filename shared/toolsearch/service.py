@@ -6,12 +6,13 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, Protocol
 
 from . import tooldefs as T
 from .catalog import Tool
 from .catalogs import Caller, CatalogStore, IndexedCatalog
+from .progress import Progress, ProgressSink
 from .response_size import ResponseSize
 from .results import error_result, limit_result, structured_result
 from .settings import Settings
@@ -23,8 +24,24 @@ logger = logging.getLogger(__name__)
 SHORT_DESCRIPTION = 200
 _BATCH_LINE_BYTES = 500  # room for the "[n] name: ok" line before each call's result in a batch
 EXACT_NAME_PREFIX = "select:"
+# Ranking costs a fixed part (1-2 ms for a query at 10,000 tools, hybrid) plus stemming, some
+# 10-30 µs a character of words the stemmer has not seen (bench/bench_search_thread.py). Longer
+# searches rank in a worker thread, so the event loop goes on serving other callers; short ones,
+# nearly all, stay on the loop, where the hop (0.1-0.7 ms on a busy host) costs more than it saves.
+THREAD_ABOVE_CHARS = 200
 
-UpstreamCall = Callable[[str | None, Mapping[str, Any], dict[str, Any]], Awaitable[dict[str, Any]]]
+
+class UpstreamCall(Protocol):
+    """`Upstream.call_tool`: one call, sent once; its progress, if asked for, goes to `progress`."""
+
+    def __call__(
+        self,
+        authorization: str | None,
+        tool: Mapping[str, Any],
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> Awaitable[dict[str, Any]]: ...
 
 
 class AuthFailure(Exception):
@@ -74,17 +91,29 @@ class ToolService:
         # Result sizes are counted as the answer carries them (on Lambda: as the runtime serialises it).
         self._size = size or ResponseSize.local()
         self._schemas = {
-            tool["name"]: tool["inputSchema"] for tool in T.proxy_tools(max(1, settings.max_batch_calls))
+            tool["name"]: tool["inputSchema"]
+            for tool in T.proxy_tools(max(1, settings.max_batch_calls), settings.max_query_chars)
         }
 
     def definitions(self) -> list[dict[str, Any]]:
-        return T.proxy_tools(self.settings.max_batch_calls)
+        return T.proxy_tools(self.settings.max_batch_calls, self.settings.max_query_chars)
 
     def has_tool(self, name: str) -> bool:
         return any(tool["name"] == name for tool in self.definitions())
 
-    async def call(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Run one of the five tools; every failure but the caller's auth comes back as data."""
+    async def call(
+        self,
+        caller: Caller,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """Run one of the five tools; every failure but the caller's auth comes back as data.
+
+        `progress` receives the progress of a call through call_read_tool or call_write_tool (the
+        upstream's), or of a call_read_tools batch (calls finished of all); the others report none.
+        """
         problems = argument_errors(self._schemas[name], arguments)
         if problems:
             return error_result(
@@ -94,7 +123,7 @@ class ToolService:
                 inputSchema=self._schemas[name],
             )
         try:
-            result = await self._run(caller, name, arguments)
+            result = await self._run(caller, name, arguments, progress)
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
@@ -106,18 +135,22 @@ class ToolService:
         """`result`, cut with a note when it takes more than `max_bytes` in the answer."""
         return limit_result(result, max_bytes, self._size.of)
 
-    async def _run(self, caller: Caller, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def _run(
+        self, caller: Caller, name: str, arguments: dict[str, Any], progress: ProgressSink | None
+    ) -> dict[str, Any]:
         if name == T.SEARCH_TOOLS:
             return await self.search_tools(caller, arguments)
         if name == T.DESCRIBE_TOOL:
             return await self.describe_tool(caller, arguments["names"])
         if name == T.CALL_READ_TOOL:
-            return await self.call_tool(caller, arguments["name"], arguments.get("arguments"), read_only=True)
+            return await self.call_tool(
+                caller, arguments["name"], arguments.get("arguments"), read_only=True, progress=progress
+            )
         if name == T.CALL_READ_TOOLS:
-            return await self.call_read_tools(caller, arguments["calls"])
+            return await self.call_read_tools(caller, arguments["calls"], progress=progress)
         if name == T.CALL_WRITE_TOOL:
             return await self.call_tool(
-                caller, arguments["name"], arguments.get("arguments"), read_only=False
+                caller, arguments["name"], arguments.get("arguments"), read_only=False, progress=progress
             )
         raise KeyError(name)
 
@@ -137,7 +170,10 @@ class ToolService:
         with_schemas = bool(arguments.get("schemas", True))
         entry = await self._catalog(caller)
         asked = [query] if queries is None else list(queries)
-        ranked = entry.index.search(asked, limit)
+        if sum(len(text) for text in asked) > THREAD_ABOVE_CHARS:
+            ranked = await asyncio.to_thread(entry.index.search, asked, limit)
+        else:
+            ranked = entry.index.search(asked, limit)
         lists = []
         for text, hits in zip(asked, ranked, strict=True):
             positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]
@@ -186,12 +222,19 @@ class ToolService:
     # -- calls
 
     async def call_tool(
-        self, caller: Caller, name: str, arguments: Any, *, read_only: bool, max_bytes: int | None = None
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        *,
+        read_only: bool,
+        max_bytes: int | None = None,
+        progress: ProgressSink | None = None,
     ) -> dict[str, Any]:
         """One upstream call; its result is cut to `max_bytes` (default max_result_bytes), with a note."""
         started = time.perf_counter()
         limit = max_bytes or self.settings.max_result_bytes
-        result, outcome = await self._call_tool(caller, name, arguments, read_only, limit)
+        result, outcome = await self._call_tool(caller, name, arguments, read_only, limit, progress)
         # A name the catalog lacks is whatever the model wrote: it stays out of the log.
         logged_name = "(unknown)" if outcome == "unknown_tool" else name
         logger.info(
@@ -205,7 +248,13 @@ class ToolService:
         return result
 
     async def _call_tool(
-        self, caller: Caller, name: str, arguments: Any, read_only: bool, max_bytes: int
+        self,
+        caller: Caller,
+        name: str,
+        arguments: Any,
+        read_only: bool,
+        max_bytes: int,
+        progress: ProgressSink | None,
     ) -> tuple[dict[str, Any], str]:
         entry = await self._catalog(caller)
         tool = entry.catalog.get(name)
@@ -234,7 +283,9 @@ class ToolService:
         if problems:
             return _invalid(tool, problems), "invalid_arguments"
         try:
-            result = await self._upstream_call(caller.authorization, tool.definition, arguments)
+            result = await self._upstream_call(
+                caller.authorization, tool.definition, arguments, progress=progress
+            )
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
@@ -279,24 +330,35 @@ class ToolService:
         result = self.limit(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
 
-    async def call_read_tools(self, caller: Caller, calls: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    async def call_read_tools(
+        self, caller: Caller, calls: Sequence[Mapping[str, Any]], *, progress: ProgressSink | None = None
+    ) -> dict[str, Any]:
+        """The calls, concurrently. With `progress`, the batch reports its own: calls finished of all.
+        The calls' own upstream progress is not asked for: several interleaved counts would not
+        make one that increases, which the spec requires."""
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self.settings.upstream_timeout + 1.0
         # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share,
         # less room for the line that heads it.
         count = max(1, len(calls))
         share = max(1, (self.settings.max_result_bytes - _BATCH_LINE_BYTES * count) // count)
+        finished = 0
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:
+            nonlocal finished
             try:
-                return await asyncio.wait_for(
+                result = await asyncio.wait_for(
                     self.call_tool(
                         caller, call["name"], call.get("arguments"), read_only=True, max_bytes=share
                     ),
                     deadline,
                 )
             except TimeoutError:
-                return error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+                result = error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+            finished += 1
+            if progress is not None:
+                await progress(Progress(finished, len(calls), f"{finished} of {len(calls)} calls finished"))
+            return result
 
         results = await asyncio.gather(*(one(call) for call in calls))
         content: list[dict[str, Any]] = []

@@ -150,6 +150,14 @@ class Settings:
         "Tools",
         metavar="CHARS",
     )
+    max_query_chars: int = _setting(
+        500,
+        "Most characters in one search_tools query; the tool's schema states it, and a longer query is "
+        "refused as invalid arguments. Models write a few words; 500 holds a long sentence in any "
+        "language (a Chinese or Japanese character counts as one).",
+        "Tools",
+        metavar="CHARS",
+    )
     pinned_tools: list[str] = _setting(
         [],
         "Comma-separated upstream tools listed directly beside the five (for the few a model uses "
@@ -206,6 +214,14 @@ class Settings:
     )
     max_body_bytes: int = _setting(
         1_000_000, "Largest request body accepted, in bytes.", "Server", metavar="BYTES"
+    )
+    request_read_timeout: float = _setting(
+        15.0,
+        "Seconds a client has to send a request's headers, and again its body. A slower body gets 408 "
+        "and the connection is closed; so are slow headers, and a new connection silent that long "
+        "(`serve` only: uvicorn bounds neither), so trickling clients cannot hold connections open.",
+        "Server",
+        metavar="SECONDS",
     )
     public_url: str = _setting(
         "",

@@ -19,8 +19,15 @@ MAX_QUERIES = 5
 MAX_LIMIT = 25
 DEFAULT_LIMIT = 8
 MAX_DESCRIBE = 10
+# MCP says tool names SHOULD be at most 128 characters; twice that leaves room for upstreams that stray.
+MAX_NAME_CHARS = 256
 
-_NAME = {"type": "string", "minLength": 1, "description": "The tool's name, exactly as search_tools gave it."}
+_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME_CHARS,
+    "description": "The tool's name, exactly as search_tools gave it.",
+}
 _ARGUMENTS = {
     "type": "object",
     "description": "The tool's arguments, shaped by its input schema; omit for a tool that takes none.",
@@ -45,7 +52,8 @@ _HIT = {
 }
 
 
-def _search_tools() -> dict[str, Any]:
+def _search_tools(max_query_chars: int) -> dict[str, Any]:
+    query = {"type": "string", "minLength": 1, "maxLength": max_query_chars}
     return {
         "name": SEARCH_TOOLS,
         "title": "Search tools",
@@ -62,13 +70,13 @@ def _search_tools() -> dict[str, Any]:
             "type": "object",
             "properties": {
                 "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "description": "What you want to do, in your own words, in any language.",
+                    **query,
+                    "description": "What you want to do, in your own words, in any language; a few words"
+                    f" do best (at most {max_query_chars} characters).",
                 },
                 "queries": {
                     "type": "array",
-                    "items": {"type": "string", "minLength": 1},
+                    "items": query,
                     "minItems": 1,
                     "maxItems": MAX_QUERIES,
                     "description": f"Instead of query, 1 to {MAX_QUERIES} needs, each with its own results.",
@@ -135,7 +143,7 @@ def _describe_tool() -> dict[str, Any]:
             "properties": {
                 "names": {
                     "type": "array",
-                    "items": {"type": "string", "minLength": 1},
+                    "items": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
                     "minItems": 1,
                     "maxItems": MAX_DESCRIBE,
                     "description": f"Tool names, as search_tools gave them; 1 to {MAX_DESCRIBE}.",
@@ -270,9 +278,9 @@ def _call_write_tool() -> dict[str, Any]:
     }
 
 
-def proxy_tools(max_batch_calls: int) -> list[dict[str, Any]]:
+def proxy_tools(max_batch_calls: int, max_query_chars: int) -> list[dict[str, Any]]:
     """The five tools, in a fixed order (call_read_tools left out when batches are off)."""
-    tools = [_search_tools(), _describe_tool(), _call_read_tool()]
+    tools = [_search_tools(max_query_chars), _describe_tool(), _call_read_tool()]
     if max_batch_calls > 0:
         tools.append(_call_read_tools(max_batch_calls))
     tools.append(_call_write_tool())

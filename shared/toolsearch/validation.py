@@ -22,6 +22,8 @@ import referencing.exceptions
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_ERRORS = 8
+MAX_QUOTED = 60  # characters of a wrong value quoted back in a message
+MAX_MESSAGE = 400
 
 
 class SchemaUnusable(Exception):
@@ -75,6 +77,19 @@ def _where(error: jsonschema.exceptions.ValidationError) -> str:
     return "arguments" + path
 
 
+def _message(error: jsonschema.exceptions.ValidationError) -> str:
+    """jsonschema's message without a huge input echoed back: the value it quotes cut short."""
+    message = error.message
+    quoted = repr(error.instance)
+    if len(quoted) > MAX_QUOTED:
+        message = message.replace(quoted, quoted[:MAX_QUOTED] + "…", 1)
+    if error.validator == "maxLength" and isinstance(error.instance, str):
+        message += f" ({len(error.instance):,} characters; at most {error.validator_value:,})"
+    if len(message) > MAX_MESSAGE:  # what else a message quotes (an unexpected property's name...)
+        message = message[:MAX_MESSAGE] + "…"
+    return message
+
+
 def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[str]:
     """What is wrong with `arguments`, most useful first; empty when they fit.
 
@@ -85,7 +100,7 @@ def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[str]:
         errors = sorted(validator.iter_errors(arguments), key=lambda e: (len(e.absolute_path), e.message))
         messages = []
         for error in errors[:MAX_REPORTED_ERRORS]:
-            messages.append(f"{_where(error)}: {error.message}")
+            messages.append(f"{_where(error)}: {_message(error)}")
         if len(errors) > MAX_REPORTED_ERRORS:
             messages.append(f"… and {len(errors) - MAX_REPORTED_ERRORS} more")
         return messages

@@ -11,7 +11,9 @@ Each request carries the caller's Authorization header and nothing else of
 theirs; cookies are never kept. Listing is retried on transient failures. A
 tools/call is sent at most once: never retried, never re-sent after an era
 check or a legacy session's renewal, since a call may have run even when its
-answer was lost.
+answer was lost. A call whose caller asked for progress carries a progress
+token of the proxy's own; what the upstream reports under it reaches the
+caller's sink, checked and bounded (progress.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import httpx
 
 from toolsearch import __version__
 from toolsearch import deadline as request_deadline
+from toolsearch.progress import ProgressRelay, ProgressSink
 from toolsearch.settings import Settings
 
 from . import headers as mcp_headers
@@ -163,10 +166,20 @@ class Upstream:
         )
         return listing
 
-    async def call_tool(self, authorization: str | None, tool: Mapping[str, Any], arguments: dict) -> dict:
+    async def call_tool(
+        self,
+        authorization: str | None,
+        tool: Mapping[str, Any],
+        arguments: dict,
+        *,
+        progress: ProgressSink | None = None,
+    ) -> dict:
+        """The upstream's result of one call, sent once. With a `progress` sink, the call carries a
+        progress token of our own, and the upstream's progress for it reaches the sink, checked."""
         name = str(tool.get("name") or "")
         started = time.monotonic()
         outcome, status = "ok", None
+        relay = ProgressRelay(progress) if progress is not None else None
         try:
             try:
                 params = mcp_headers.header_params(tool.get("inputSchema"))
@@ -177,11 +190,9 @@ class Upstream:
             deadline = request_deadline.within(self._settings.upstream_timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
             era, _ = await self._deadline(self._settle_era(authorization, deadline), deadline)
+            call = {"name": name, "arguments": arguments}
             result, _ = await self._deadline(
-                self._request(
-                    authorization, era, "tools/call", {"name": name, "arguments": arguments}, extra
-                ),
-                deadline,
+                self._request(authorization, era, "tools/call", call, extra, progress=relay), deadline
             )
             if result.get("isError") is True:
                 outcome = "tool_error"
@@ -189,13 +200,17 @@ class Upstream:
         except UpstreamError as exc:
             outcome, status = exc.kind, exc.status
             raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the caller closed its stream (2026-07-28: that cancels the call)
+            raise
         finally:
             log.info(
-                "upstream tools/call %s: %s status=%s, %d ms",
+                "upstream tools/call %s: %s status=%s, %d ms%s",
                 name,
                 outcome,
                 status,
                 (time.monotonic() - started) * 1000,
+                f", progress relayed={relay.relayed} dropped={relay.dropped}" if relay else "",
             )
 
     # -- the era
@@ -396,21 +411,23 @@ class Upstream:
         extra_headers: dict[str, str],
         *,
         limit: int = 0,
+        progress: ProgressRelay | None = None,
     ) -> tuple[dict, int]:
         """The result of one request and the bytes its answer took. Whatever the upstream answers,
         a tools/call is sent once: an answer that looks like another era is this caller's error."""
+        asked = {"progressToken": progress.token} if progress is not None else {}
         if era == MODERN:
-            body = self._body(method, {**params, "_meta": self._meta()})
+            body = self._body(method, {**params, "_meta": {**self._meta(), **asked}})
             headers = self._headers(authorization, MODERN_VERSION, method, extra_headers)
-            reply = await self._exchange(headers, body, limit)
+            reply = await self._exchange(headers, body, limit, progress)
             return _result(reply, body["id"]), reply.size
         for renewal in (False, True):
             session = await self._legacy_session(authorization)
-            body = self._body(method, params)
+            body = self._body(method, {**params, "_meta": asked} if asked else params)
             headers = self._headers(authorization, session.protocol_version, method, extra_headers)
             if session.session_id:
                 headers["Mcp-Session-Id"] = session.session_id
-            reply = await self._exchange(headers, body, limit)
+            reply = await self._exchange(headers, body, limit, progress)
             if reply.status == 404 and session.session_id:
                 # The upstream forgot the session (expired, restarted): the next request hand-shakes again.
                 self._sessions.drop(caller_key(authorization), session)
@@ -463,9 +480,17 @@ class Upstream:
 
     # -- message building
 
-    async def _exchange(self, headers: dict[str, str], body: dict[str, Any], limit: int = 0) -> Reply:
+    async def _exchange(
+        self,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        limit: int = 0,
+        progress: ProgressRelay | None = None,
+    ) -> Reply:
         limit = limit if limit > 0 else self._limit
-        return await exchange(self._sender, self.url, headers, body, limit=limit, timeout=self._timeout)
+        return await exchange(
+            self._sender, self.url, headers, body, limit=limit, timeout=self._timeout, progress=progress
+        )
 
     def _body(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}

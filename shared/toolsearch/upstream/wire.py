@@ -1,7 +1,9 @@
 """One JSON-RPC exchange over streamable HTTP: POST, then read a JSON body or an SSE stream.
 
 Reads at most `limit` bytes of JSON (or of any one SSE event), so an
-oversized answer fails as "too_large" without being held in memory. Network
+oversized answer fails as "too_large" without being held in memory. Of an SSE
+answer, only the response is kept, and the call's progress notifications go to
+its `ProgressRelay` when it has one; everything else is skipped. Network
 failures become UpstreamError; HTTP statuses are left to the caller, which
 knows the protocol era. A request that HTTP cannot carry (a header value with
 surrounding whitespace or a control character) is refused before anything is
@@ -21,11 +23,16 @@ from typing import Any
 
 import httpx
 
+from ..progress import ProgressRelay
 from .errors import UpstreamError
 from .sse import EventTooLarge, SSEParser
 
 ACCEPT = "application/json, text/event-stream"
+PROGRESS = "notifications/progress"
 _ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
+# A JSON escape of a UTF-16 surrogate (\ud800-\udfff): only then can a parsed string hold a lone one.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a regex: faster than `in` on large answers
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # A header value HTTP/1.1 can carry as httpx sends it: visible ASCII, with single spaces or tabs
 # inside but not at either end (RFC 9110 field-value; h11 refuses anything else).
 _FIELD_VALUE = re.compile(r"[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*")
@@ -47,6 +54,7 @@ async def exchange(
     *,
     limit: int,
     timeout: httpx.Timeout,
+    progress: ProgressRelay | None = None,
 ) -> Reply:
     _check_headers(headers)
     try:
@@ -63,11 +71,11 @@ async def exchange(
             )
             response = await http.handle_async_request(request)
             try:
-                return await _read(response, request_id, limit)
+                return await _read(response, request_id, limit, progress)
             finally:
                 await response.aclose()
         async with http.stream("POST", url, content=payload, headers=headers, timeout=timeout) as response:
-            return await _read(response, request_id, limit)
+            return await _read(response, request_id, limit, progress)
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise UpstreamError("connect", f"could not connect to the upstream ({type(exc).__name__})") from None
     except httpx.TimeoutException:
@@ -84,7 +92,9 @@ async def exchange(
         raise UpstreamError("connect", f"could not reach the upstream ({type(exc).__name__})") from None
 
 
-async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
+async def _read(
+    response: httpx.Response, request_id: Any, limit: int, progress: ProgressRelay | None
+) -> Reply:
     status, headers = response.status_code, response.headers
     if status == 202:
         return Reply(status, headers, None)
@@ -93,7 +103,7 @@ async def _read(response: httpx.Response, request_id: Any, limit: int) -> Reply:
         return Reply(status, headers, _json_object(raw) if raw else None, len(raw))
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type == "text/event-stream":
-        message, size = await _read_sse(response, request_id, limit)
+        message, size = await _read_sse(response, request_id, limit, progress)
         return Reply(status, headers, message, size)
     if media_type == "application/json" or media_type.endswith("+json"):
         raw = await _read_bounded(response, limit)
@@ -121,7 +131,9 @@ async def _read_bounded(response: httpx.Response, limit: int, *, quiet: bool = F
     return b"".join(chunks)
 
 
-async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> tuple[dict[str, Any], int]:
+async def _read_sse(
+    response: httpx.Response, request_id: Any, limit: int, progress: ProgressRelay | None
+) -> tuple[dict[str, Any], int]:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     parser = SSEParser(max_event_chars=limit)
     size = 0
@@ -136,7 +148,9 @@ async def _read_sse(response: httpx.Response, request_id: Any, limit: int) -> tu
                     raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
                 if message.get("id") == request_id and ("result" in message or "error" in message):
                     return message, size
-                # Anything else (progress, log messages, requests we cannot answer) is skipped.
+                if progress is not None and message.get("method") == PROGRESS and "id" not in message:
+                    await progress.offer(message.get("params"))  # the relay checks token and params
+                # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
@@ -166,7 +180,51 @@ def _json_object(raw: bytes) -> dict[str, Any] | None:
         value = json.loads(raw, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if _SURROGATE_ESCAPE.search(raw):
+        _mend_lone_surrogates(value)
+    return value
+
+
+def _mend_lone_surrogates(value: dict[str, Any]) -> None:
+    """Replace, in place, each lone surrogate (JSON's `\\ud800` reads as one) with U+FFFD.
+
+    Such text is valid JSON but not Unicode: no UTF-8 answer can carry it, so anything the upstream
+    wrote that way (a result, a description, an error message) is mended as a UTF-8 decoder mends a
+    bad byte, rather than failing whatever answer it later lands in. Pairs were joined when parsed.
+    """
+    stack: list[Any] = [value]
+    while stack:  # not recursive: a value may be nested as deep as the parser allowed
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(_mended(key) is not None for key in node):
+                items = [(_mended(key) or key, item) for key, item in node.items()]
+                node.clear()
+                node.update(items)
+            slots: Any = node.items()
+        elif isinstance(node, list):
+            slots = enumerate(node)
+        else:
+            continue
+        for slot, item in list(slots):
+            if isinstance(item, str):
+                mended = _mended(item)
+                if mended is not None:
+                    node[slot] = mended
+            elif isinstance(item, (dict, list)):
+                stack.append(item)
+
+
+def _mended(text: str) -> str | None:
+    """`text` with its lone surrogates replaced by U+FFFD; None when it has none (the usual case)."""
+    if text.isascii():  # O(1): CPython knows
+        return None
+    try:
+        text.encode("utf-8")  # twice as fast as searching for them
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return None
 
 
 def _too_large(limit: int) -> UpstreamError:

@@ -1,0 +1,130 @@
+"""Slow clients against the server `toolsearch serve` runs: no trickle holds a connection open.
+
+The proxy is served as `toolsearch serve` serves it (`serving.uvicorn_options`), with
+`request_read_timeout` set small; raw sockets trickle a byte at a time until the server
+answers. Waits are bounded generously, only so that a broken server fails the test
+instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures.servers import ServerThread, start_server
+from mcp_wire import legacy
+from toolsearch.app import build_proxy
+from toolsearch.serving import uvicorn_options
+from toolsearch.settings import Settings
+
+DEADLINE = 0.5
+GIVE_UP = 30.0
+LIST = legacy("tools/list")
+BODY = json.dumps(LIST["json"]).encode()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    proxy = build_proxy(Settings(request_read_timeout=DEADLINE, embedder="none"))
+    running = start_server(proxy.app, lifespan="off", **uvicorn_options(proxy.settings))
+    yield running
+    running.stop()
+
+
+def _request(method: str, path: str, body: bytes, length: int | None = None) -> bytes:
+    size = len(body) if length is None else length
+    headers = "".join(f"{name}: {value}\r\n" for name, value in LIST["headers"].items())
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{headers}"
+        f"Content-Length: {size}\r\n\r\n"
+    ).encode() + body
+
+
+def trickle(port: int, head: bytes, rest: bytes, interval: float = DEADLINE / 10) -> bytes:
+    """Send `head`, then `rest` a byte at a time, reading as it goes, until the server closes.
+
+    Returns all the server sent. A server that keeps the connection open fails the test.
+    """
+    give_up = time.monotonic() + GIVE_UP
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=GIVE_UP) as sock:
+        sock.sendall(head)
+        position = 0
+        while time.monotonic() < give_up:
+            if select.select([sock], [], [], interval)[0]:
+                try:
+                    chunk = sock.recv(65536)
+                except ConnectionResetError:
+                    return received
+                if not chunk:
+                    return received
+                received += chunk
+            elif position < len(rest):
+                try:
+                    sock.sendall(rest[position : position + 1])
+                except (BrokenPipeError, ConnectionResetError):
+                    return received
+                position += 1
+    raise AssertionError(f"the server kept a trickling connection open {GIVE_UP:g} s")
+
+
+def test_a_trickled_body_gets_408_with_a_json_rpc_error_and_the_connection_closes(server):
+    answer = trickle(server.port, _request("POST", "/mcp", b"", length=10_000), b" " * 10_000)
+
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408")
+    assert b"connection: close" in head.lower()
+    error = json.loads(body)["error"]
+    assert error["code"] == -32600 and "not received within" in error["message"]
+
+
+def test_trickled_headers_get_408_and_the_connection_closes(server):
+    answer = trickle(server.port, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: " + b"a" * 10_000)
+
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
+def test_a_new_connection_that_stays_silent_is_closed(server):
+    assert trickle(server.port, b"", b"").startswith(b"HTTP/1.1 408")
+
+
+def test_a_body_the_route_never_reads_cannot_hold_the_connection_either(server):
+    answer = trickle(server.port, _request("GET", "/healthz", b"", length=10_000), b" " * 10_000)
+
+    # Answered at once; then the rest of the body is bytes before a next request, on its deadline.
+    assert answer.startswith(b"HTTP/1.1 200")
+    assert answer.endswith(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+
+
+def _read_response(sock: socket.socket) -> tuple[bytes, dict]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head, json.loads(body)
+
+
+def test_prompt_requests_on_a_connection_idle_between_them_are_untouched(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=GIVE_UP) as sock:
+        for _ in range(2):
+            sock.sendall(_request("POST", "/mcp", BODY))
+            head, reply = _read_response(sock)
+            assert head.startswith(b"HTTP/1.1 200") and reply["result"]["tools"]
+            time.sleep(3 * DEADLINE)  # idle between requests is the keep-alive timeout's business
+        sock.sendall(_request("POST", "/mcp", BODY[:10], length=len(BODY)))
+        time.sleep(DEADLINE / 2)  # a body in two parts, both within the deadline
+        sock.sendall(BODY[10:])
+        head, reply = _read_response(sock)
+        assert head.startswith(b"HTTP/1.1 200") and reply["result"]["tools"]
