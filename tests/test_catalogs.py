@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 import httpx
@@ -21,17 +22,20 @@ class DemoUpstream(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self.inner = httpx.ASGITransport(app=demo_app())
         self.lists = 0
+        self.requests = 0
         self.fail_with: int | None = None
         self.gate: asyncio.Event | None = None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content or b"{}")
+        self.requests += 1
         if body.get("method") == "tools/list" and not body.get("params", {}).get("cursor"):
             self.lists += 1
             if self.gate is not None:
                 await self.gate.wait()
         if self.fail_with is not None and body.get("method") in ("tools/list", "server/discover"):
-            return httpx.Response(self.fail_with, json={"error": "down"})
+            challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'} if self.fail_with == 401 else {}
+            return httpx.Response(self.fail_with, json={"error": "down"}, headers=challenge)
         return await self.inner.handle_async_request(request)
 
 
@@ -136,3 +140,69 @@ async def test_memory_holds_at_most_the_configured_catalogs():
     assert transport.lists == lists
     await store.get(caller("a"))  # evicted first: listed again
     assert transport.lists == lists + 1
+
+
+async def test_a_load_whose_only_waiter_was_cancelled_fails_without_an_unretrieved_exception():
+    gate = asyncio.Event()
+
+    async def failing_lister(authorization):
+        await gate.wait()
+        raise UpstreamError("unavailable", "the upstream failed with HTTP 503", status=503)
+
+    store = CatalogStore(Settings(list_retries=0), failing_lister, make_indexer(None))
+    loop = asyncio.get_running_loop()
+    reported: list[dict] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        waiter = asyncio.create_task(store.get(caller("a")))
+        while not store._loading:
+            await asyncio.sleep(0)
+        load = next(iter(store._loading.values()))
+        waiter.cancel()
+        await asyncio.wait([waiter])
+        gate.set()
+        await asyncio.wait([load], timeout=10)
+        assert load.done()
+        del load, waiter
+        for _ in range(3):
+            gc.collect()
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(previous)
+    assert not [c for c in reported if "never retrieved" in str(c.get("message"))]
+
+
+async def test_an_anonymous_401_is_answered_again_briefly_without_the_upstream():
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock, unauthorized_ttl=5)
+    anonymous = Caller(None, caller_key(DEMO_URL, None))
+    transport.fail_with = 401
+
+    for _ in range(3):
+        with pytest.raises(UpstreamError) as refused:
+            await store.get(anonymous)
+        assert refused.value.kind == "unauthorized"
+        assert refused.value.www_authenticate == 'Bearer error="invalid_token"'  # the same challenge
+    assert transport.requests == 1  # anonymous traffic reached the upstream once
+
+    for _ in range(2):  # a refused token is asked every time: the upstream may admit it any moment
+        with pytest.raises(UpstreamError):
+            await store.get(caller("not-yet-valid"))
+    assert transport.requests == 3
+
+    transport.fail_with = None
+    assert len((await store.get(caller("signed-in"))).catalog) > 300  # signing in is asked at once
+    assert len((await store.get(caller("not-yet-valid"))).catalog) > 300
+    clock.now += 5.1
+    assert len((await store.get(anonymous)).catalog) > 300  # and the refusal is brief
+
+
+async def test_remembering_anonymous_refusals_can_be_turned_off():
+    transport, clock = DemoUpstream(), Clock()
+    transport.fail_with = 401
+    store = make_store(transport, clock, unauthorized_ttl=0)
+    for _ in range(2):
+        with pytest.raises(UpstreamError):
+            await store.get(Caller(None, caller_key(DEMO_URL, None)))
+    assert transport.requests == 2

@@ -22,7 +22,7 @@ import pytest
 from fixtures.faulty_upstream import Fault, RunningFaulty, blackhole, refused_url, running_faulty, tool
 from fixtures.hostile_upstream import running_hostile
 from fixtures.hostile_upstream import tool as hostile_tool
-from mcp_wire import call
+from mcp_wire import call, modern
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
 
@@ -155,6 +155,67 @@ async def test_a_result_larger_than_a_lambda_response_is_cut_with_a_note(faulty)
     assert result["isError"] is False
     assert "it was cut" in result["content"][-1]["text"]
     assert len(result["content"][0]["text"]) > 1_000_000  # what fits is still passed on
+
+
+async def _lone_surrogate_upstream(scope: dict, receive: Any, send: Any) -> None:
+    """An upstream whose one tool answers text with a lone surrogate: valid JSON, not Unicode."""
+    from fixtures.servers import read_asgi_body
+
+    if scope["type"] != "http":
+        return
+    message = json.loads(await read_asgi_body(receive) or b"{}")
+    if "id" not in message:
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    method = message.get("method")
+    if method == "server/discover":
+        result: dict[str, Any] = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "blob_get", "inputSchema": {}, "annotations": {"readOnlyHint": True}}]}
+    else:
+        result = {
+            "content": [{"type": "text", "text": "before \ud800 after"}],
+            "structuredContent": {"s": "\udfff"},
+        }
+    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()  # \ud800 escaped
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def test_a_result_holding_a_lone_surrogate_is_passed_on_with_a_replacement_not_a_500():
+    from fixtures.servers import serve_in_thread
+
+    with serve_in_thread(_lone_surrogate_upstream) as base:
+        async with proxy_client(settings(base + "/mcp")) as client:
+            reply = await client.post("/mcp", **call("call_read_tool", {"name": "blob_get"}))
+    assert reply.status_code == 200
+    result = reply.json()["result"]
+    assert result["content"][0]["text"] == "before \ufffd after"
+    assert result["structuredContent"] == {"s": "\ufffd"}
+
+
+# -- callers the upstream refuses
+
+
+async def test_anonymous_requests_in_a_row_reach_the_upstream_once_and_a_signed_in_caller_at_once(faulty):
+    proxy = build_proxy(settings(faulty.url))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=proxy.app), base_url="http://proxy"
+    ) as client:
+        replies = [await client.post("/mcp", **modern("tools/list")) for _ in range(3)]
+        assert [reply.status_code for reply in replies] == [401, 401, 401]
+        assert len({reply.headers["www-authenticate"] for reply in replies}) == 1  # the same challenge
+        assert len(faulty.upstream.requests) == 1  # the first one asked; the next two were answered from it
+
+        request = modern("tools/list")
+        request["headers"]["Authorization"] = f"Bearer {TOKEN}"
+        signed_in = await client.post("/mcp", **request)
+    await proxy.upstream.aclose()
+    assert signed_in.status_code == 200
+    assert len(faulty.upstream.requests) > 1
 
 
 # -- listing

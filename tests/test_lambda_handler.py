@@ -15,13 +15,15 @@ import io
 import itertools
 import json
 import logging
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.faulty_upstream import Fault, running_faulty
 from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (a pytest fixture)
 from toolsearch.catalogs import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
@@ -48,9 +50,10 @@ class FakeContext:
     memory_limit_in_mb: int = 1024
     invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:toolsearch-proxy"
     function_version: str = "$LATEST"
+    remaining_ms: int = 30_000
 
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return self.remaining_ms
 
 
 def event(name: str) -> dict[str, Any]:
@@ -302,6 +305,314 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
     assert second.proxy.telemetry.total("catalog", event="catalog_hit_shared") == 1
     assert second.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 0
 
+
+# -- every request answers inside the budget of the path it came in on
+
+EXAMPLE_TOKEN = "example-token-for-the-upstream"  # the token in events/*.json
+
+
+def call_event(shape: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """An event of `shape` (http-api, function-url, rest-api) calling one of the five tools."""
+    evt = event(f"{shape}-search-tools.json")
+    message = request_body(evt)
+    message["params"]["name"] = tool
+    message["params"]["arguments"] = arguments
+    evt["body"] = json.dumps(message)
+    evt["isBase64Encoded"] = False
+    for headers in (evt["headers"], evt.get("multiValueHeaders")):
+        if headers is not None:  # REST API events carry both forms
+            single = isinstance(headers["mcp-name"], str)
+            headers["mcp-name"] = tool if single else [tool]
+            headers.pop("content-length", None)
+    return evt
+
+
+def invoke_bounded(module: Any, evt: dict[str, Any], context: FakeContext, seconds: float = 20.0):
+    """Invoke in a thread; fail when no answer came within `seconds` (a bound, not a speed claim)."""
+    answer: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: answer.update(response=module.handler(evt, context)), daemon=True
+    )
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the handler did not answer within {seconds} s"
+    response = answer["response"]
+    body = base64.b64decode(response["body"]) if response.get("isBase64Encoded") else response["body"]
+    return response, json.loads(body)
+
+
+@pytest.fixture
+def faulty():
+    with running_faulty(users={EXAMPLE_TOKEN: "alice"}) as server:
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("shape", "remaining_ms"),
+    [("http-api", 60_000), ("rest-api", 60_000), ("function-url", 3_000)],
+)
+def test_a_hung_upstream_call_is_a_timeout_result_before_the_entry_point_gives_up(
+    load_handler, faulty, shape, remaining_ms
+):
+    # The upstream deadline (60 s) is longer than what the entry point allows: API Gateway's
+    # budget (2 s here, 29 s by default) or the function's remaining time (3 s, less a margin).
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=faulty.url, TOOLSEARCH_UPSTREAM_TIMEOUT="60", TOOLSEARCH_API_GATEWAY_TIMEOUT="2"
+    )
+    invoke_bounded(module, call_event(shape, "search_tools", {"query": "notes"}), FakeContext())  # warm
+    faulty.upstream.fault("tools/call", Fault.hang())
+
+    context = replace(FakeContext(), remaining_ms=remaining_ms)
+    response, reply = invoke_bounded(
+        module, call_event(shape, "call_read_tool", {"name": "notes_get", "arguments": {"id": 1}}), context
+    )
+
+    assert response["statusCode"] == 200
+    result = reply["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "timeout"
+    assert len(faulty.upstream.seen("tools/call")) == 1
+
+
+def test_a_cold_listing_too_slow_for_the_request_is_a_timeout_result_and_goes_on(load_handler, faulty):
+    module = load_handler(TOOLSEARCH_UPSTREAM=faulty.url, TOOLSEARCH_UPSTREAM_TIMEOUT="20")
+    faulty.upstream.fault("tools/list", Fault.delay(4), times=1)
+    context = replace(FakeContext(), remaining_ms=2_500)
+
+    response, reply = invoke_bounded(
+        module, call_event("function-url", "search_tools", {"query": "notes"}), context
+    )
+
+    assert response["statusCode"] == 200
+    assert reply["result"]["structuredContent"]["error"]["kind"] == "timeout"
+    assert module.loop.settle(timeout=30)  # the listing was not abandoned: it finishes and is kept
+    response, reply = invoke_bounded(
+        module, call_event("function-url", "search_tools", {"query": "notes"}), FakeContext()
+    )
+    assert reply["result"]["isError"] is False
+    assert len(faulty.upstream.seen("tools/list")) == 1
+
+
+# -- a result the proxy accepts fits the response Lambda serialises (6 MB)
+
+LAMBDA_RESPONSE_BYTES = 6_291_456
+PY313 = "AWS_Lambda_python3.13"
+
+
+class ResultUpstream:
+    """A modern MCP upstream on loopback whose one tool, `blob_get`, answers `result` as it is."""
+
+    def __init__(self) -> None:
+        self.result: dict[str, Any] = {"content": []}
+        self.description = "Get a blob."
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        from fixtures.servers import read_asgi_body
+
+        if scope["type"] != "http":
+            return
+        message = json.loads(await read_asgi_body(receive) or b"{}")
+        if "id" not in message:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        method = message.get("method")
+        if method == "server/discover":
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "instructions": ""}
+        elif method == "tools/list":
+            blob = {"name": "blob_get", "description": self.description, "inputSchema": {"type": "object"}}
+            result = {"tools": [{**blob, "annotations": {"readOnlyHint": True}}]}
+        else:
+            result = self.result
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        body = json.dumps(answer, ensure_ascii=False).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+def result_upstream():
+    from fixtures.servers import serve_in_thread
+
+    upstream = ResultUpstream()
+    with serve_in_thread(upstream) as base_url:
+        yield upstream, base_url + "/mcp"
+
+
+def serialised_bytes(response: dict[str, Any], monkeypatch) -> int:
+    """The size of the handler's return value as the python3.13 runtime serialises it (what Lambda limits)."""
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    monkeypatch.setenv("AWS_EXECUTION_ENV", PY313)
+    return len(to_json(response).encode())
+
+
+def blob_call(shape: str = "function-url") -> dict[str, Any]:
+    return call_event(shape, "call_read_tool", {"name": "blob_get"})
+
+
+def image(size: int) -> dict[str, Any]:
+    data = base64.b64encode(bytes(range(256)) * (size // 256)).decode()
+    return {"type": "image", "data": data, "mimeType": "image/png"}
+
+
+HEAVY = {
+    "quotes_and_backslashes": {"content": [{"type": "text", "text": 'a "quoted" C:\\dir\\ ' * 230_000}]},
+    "non_ascii": {"content": [{"type": "text", "text": "žėų 日本語 😀 " * 230_000}]},
+    "structured_with_quotes": {
+        "content": [{"type": "text", "text": json.dumps({"rows": ['"x"\\'] * 150_000})}],
+        "structuredContent": {"rows": ['"x"\\'] * 150_000},
+    },
+    "base64_image": {"content": [{"type": "text", "text": "a chart"}, image(3_300_000)]},
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HEAVY))
+def test_a_result_full_of_escapes_fits_the_response_lambda_serialises(
+    load_handler, result_upstream, monkeypatch, kind
+):
+    upstream, url = result_upstream
+    upstream.result = HEAVY[kind]
+    module = load_handler(TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313)  # max_result_bytes: 5,000,000
+
+    response = module.handler(blob_call(), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    result = json.loads(response["body"])["result"]
+    assert not result.get("isError")
+    if kind == "base64_image":
+        assert result["content"] == HEAVY[kind]["content"]  # base64 needs no escaping: passed whole
+    else:
+        assert "it was cut" in result["content"][-1]["text"]
+        assert len(result["content"][0]["text"]) > 500_000  # what fits is still passed on
+
+
+def test_at_the_edge_a_result_that_just_fits_passes_whole_and_one_more_byte_is_cut(
+    load_handler, result_upstream, monkeypatch
+):
+    from toolsearch.response_size import ResponseSize
+
+    upstream, url = result_upstream
+    # Only Lambda's own limit binds here: the proxy's max_result_bytes is set far above it.
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313, TOOLSEARCH_MAX_RESULT_BYTES="50000000"
+    )
+    size = ResponseSize.lambda_runtime(PY313)
+    upstream.result = {"content": [{"type": "text", "text": ""}]}
+    empty = json.loads(module.handler(blob_call(), FakeContext())["body"])
+    room = size.limit - size.of(empty)
+    quotes = room // 4 - 10  # a quote in the text takes four bytes once serialised twice
+    text = '"' * quotes + "a" * (room - 4 * quotes)
+
+    upstream.result = {"content": [{"type": "text", "text": text}]}
+    whole = module.handler(blob_call(), FakeContext())
+    upstream.result = {"content": [{"type": "text", "text": text + "a"}]}
+    over = module.handler(blob_call(), FakeContext())
+
+    assert json.loads(whole["body"])["result"]["content"] == [{"type": "text", "text": text}]
+    assert serialised_bytes(whole, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    cut = json.loads(over["body"])["result"]
+    assert "it was cut" in cut["content"][-1]["text"] and cut["isError"] is False
+    assert serialised_bytes(over, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+
+
+def test_describing_a_tool_too_large_for_a_response_is_cut_with_a_note(
+    load_handler, result_upstream, monkeypatch
+):
+    upstream, url = result_upstream
+    upstream.description = 'Returns "blobs". ' * 250_000  # 4.25 MB, a quote every eight characters
+    module = load_handler(TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=PY313)
+
+    response = module.handler(call_event("http-api", "describe_tool", {"names": ["blob_get"]}), FakeContext())
+
+    assert response["statusCode"] == 200
+    assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
+    assert "it was cut" in json.loads(response["body"])["result"]["content"][-1]["text"]
+
+
+# -- logs: the request id on every line
+
+
+def test_every_log_line_of_a_request_carries_its_request_id_the_request_line_too(load_handler, capsys):
+    module = load_handler()
+    capsys.readouterr()
+    context = replace(FakeContext(), aws_request_id="5e1b0c7d-0000-4000-8000-00000000abcd")
+
+    invoke_bounded(module, event("http-api-search-tools.json"), context)
+
+    printed = capsys.readouterr()
+    lines = [
+        json.loads(line) for line in (printed.out + printed.err).splitlines() if line.startswith('{"level"')
+    ]
+    assert any(line["message"] == "POST /mcp 200" for line in lines)  # Mangum's request line
+    assert lines and all(line.get("function_request_id") == context.aws_request_id for line in lines)
+
+
+# -- SnapStart: what a snapshot holds is renewed by the runtime's after-restore hooks
+
+
+@pytest.fixture
+def restore_hooks():
+    """The runtime's own hook runner, with only the hooks of handlers loaded in this test."""
+    import snapshot_restore_py
+    from awslambdaric.lambda_runtime_hooks_runner import run_after_restore
+
+    registry = snapshot_restore_py.get_after_restore()
+    saved = list(registry)
+    registry.clear()
+    yield run_after_restore
+    registry[:] = saved
+
+
+def test_each_environment_restored_from_one_snapshot_draws_its_own_random_numbers(
+    load_handler, restore_hooks
+):
+    import random
+
+    load_handler()
+    random.seed(20260728)
+    snapshot = random.getstate()  # what every restored environment starts from
+
+    draws = []
+    for _ in range(2):
+        random.setstate(snapshot)
+        restore_hooks()
+        draws.append([random.random() for _ in range(3)])
+
+    assert draws[0] != draws[1]  # the retry jitter of two environments is not the same sequence
+
+
+def test_a_restored_environment_logs_a_restore_not_the_snapshots_cold_start(
+    load_handler, restore_hooks, capsys
+):
+    module = load_handler()
+    restore_hooks()
+    capsys.readouterr()
+
+    invoke(module, "http-api-tools-list.json")
+    invoke(module, "http-api-tools-list.json")
+
+    printed = capsys.readouterr()
+    lines = [
+        json.loads(line)
+        for line in printed.err.splitlines() + printed.out.splitlines()
+        if line.startswith("{")
+    ]
+    messages = [line.get("message") for line in lines]
+    assert "cold start" not in messages
+    restored = [line for line in lines if line.get("message") == "restored from a snapshot"]
+    assert len(restored) == 1 and "init_ms" not in restored[0]
+    metrics = {name for line in lines if "_aws" in line for name in line if name not in ("_aws", "service")}
+    assert "restore" in metrics and "init_ms" not in metrics
+
+
+# -- the Authorization header on Lambda
 
 SPELLINGS = ["Bearer tok-1", "bearer tok-1", "Bearer  tok-1", "Bearer\ttok-1", " Bearer tok-1 "]
 

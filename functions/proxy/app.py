@@ -8,12 +8,15 @@ is set. Invocations reuse it all. Works for API Gateway HTTP API (v2), REST API
 event it cannot read gets a 400 proxy response instead of an exception (which the
 gateway would turn into a bare 502); anything else, a 400 saying it is not HTTP.
 
-Logs are Powertools JSON with the Lambda context and `cold_start`; the event
-itself is never logged (it carries the caller's Authorization header).
+Logs are Powertools JSON with the Lambda context (request id) and `cold_start`;
+the event itself is never logged (it carries the caller's Authorization header).
+With SnapStart, an after-restore hook re-seeds `random` and makes the first
+invocation log "restored from a snapshot" instead of the snapshot's cold start.
 """
 
 from __future__ import annotations
 
+import random
 import time
 
 _import_started = time.perf_counter()
@@ -21,9 +24,24 @@ _import_started = time.perf_counter()
 from aws_lambda_powertools import Logger  # noqa: E402
 from mangum import Mangum  # noqa: E402
 
+try:  # SnapStart's runtime hooks: part of Lambda's Python runtime (snapshot-restore-py)
+    from snapshot_restore_py import register_after_restore
+except ImportError:  # elsewhere there is no snapshot to restore from
+
+    def register_after_restore(func):  # type: ignore[no-redef]
+        return func
+
+
 from toolsearch.app import build_proxy  # noqa: E402
-from toolsearch.lambda_support import EmfMetrics, InvocationLoop, answer_event, catalog_tier  # noqa: E402
-from toolsearch.logs import configure_logging  # noqa: E402
+from toolsearch.lambda_support import (  # noqa: E402
+    EmfMetrics,
+    InvocationLoop,
+    answer_event,
+    answer_in_time,
+    catalog_tier,
+)
+from toolsearch.logs import configure_logging, format_other_records_with  # noqa: E402
+from toolsearch.response_size import ResponseSize  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
 from toolsearch.telemetry import Telemetry  # noqa: E402
@@ -32,6 +50,8 @@ settings = from_env()
 configure_logging(settings.log_level)
 # Named like the package, so every `toolsearch.*` log record carries the Lambda context.
 logger = Logger(service="toolsearch", level=settings.log_level)
+# Other libraries' records (Mangum's request line) carry it too: the request id on every line.
+format_other_records_with(logger.registered_formatter)
 
 loop = InvocationLoop()  # before Mangum, which adopts the current loop
 telemetry = Telemetry()
@@ -39,28 +59,49 @@ metrics = EmfMetrics()
 telemetry.add_sink(metrics)
 embedder = load_configured_embedder(settings)
 proxy = build_proxy(
-    settings, shared=catalog_tier(settings, telemetry), embedder=embedder, telemetry=telemetry
+    settings,
+    shared=catalog_tier(settings, telemetry),
+    embedder=embedder,
+    telemetry=telemetry,
+    # Answers are counted as the runtime serialises them: Lambda's 6 MB limit applies to that.
+    response_size=ResponseSize.lambda_runtime(),
 )
-adapter = Mangum(proxy.app, lifespan="off")
+# Each request is answered before the function times out and, through API Gateway, before the gateway.
+adapter = Mangum(answer_in_time(proxy.app, settings), lifespan="off")
 
 init_ms = round((time.perf_counter() - _import_started) * 1000, 1)
-_cold = True
+_first = True  # the first invocation of this environment, whether it ran init or was restored
+_restored = False
+
+
+@register_after_restore
+def _after_restore() -> None:
+    """SnapStart: this environment was restored from a snapshot taken after another one's init.
+
+    Everything in memory is the snapshot's, shared by every environment restored from it: the
+    `random` state (listing retries' jitter) is drawn again here, and the first invocation says
+    it was restored rather than repeat the snapshot's cold start and init time.
+    """
+    global _first, _restored
+    random.seed()  # from os.urandom, different in each restored environment
+    _first, _restored = True, True
 
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event: dict, context: object) -> dict:
-    global _cold
-    if _cold:
-        _cold = False
-        telemetry.timing("init", init_ms)
-        logger.info(
-            "cold start",
-            extra={
-                "init_ms": init_ms,
-                "search": "hybrid" if embedder is not None else "lexical",
-                "catalog_tier": "dynamodb" if settings.dynamodb_table else "memory",
-            },
-        )
+    global _first
+    if _first:
+        _first = False
+        facts = {
+            "search": "hybrid" if embedder is not None else "lexical",
+            "catalog_tier": "dynamodb" if settings.dynamodb_table else "memory",
+        }
+        if _restored:
+            telemetry.count("restore")
+            logger.info("restored from a snapshot", extra={"snapshot_init_ms": init_ms, **facts})
+        else:
+            telemetry.timing("init", init_ms)
+            logger.info("cold start", extra={"init_ms": init_ms, **facts})
     loop.make_current()
     try:
         return answer_event(adapter, event, context)

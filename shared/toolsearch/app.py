@@ -21,6 +21,7 @@ from .catalogs import CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
 from .endpoint import SERVER_INFO, McpEndpoint
 from .oauth import WELL_KNOWN, ProtectedResource
+from .response_size import ResponseSize
 from .review import CatalogReview, RefreshLimiter
 from .search.hybrid import Fusion
 from .search.index import make_indexer
@@ -54,7 +55,9 @@ def build_proxy(
     shared: SharedTier | None = None,
     embedder: Any = None,
     telemetry: Telemetry | None = None,
+    response_size: ResponseSize | None = None,
 ) -> Proxy:
+    """`response_size` counts answers where they are limited: `ResponseSize.lambda_runtime()` on Lambda."""
     telemetry = telemetry or Telemetry()
     upstream_url = settings.upstream
     if not upstream_url:
@@ -69,9 +72,9 @@ def build_proxy(
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )
-    service = ToolService(settings, catalogs, upstream.call_tool)
+    service = ToolService(settings, catalogs, upstream.call_tool, response_size)
     oauth = ProtectedResource(settings, upstream_url, upstream.http)
-    endpoint = McpEndpoint(settings, service, upstream_url, telemetry, oauth)
+    endpoint = McpEndpoint(settings, service, upstream_url, telemetry, oauth, response_size)
     limiter = RefreshLimiter(settings.catalog_refresh_interval, shared=shared)
     review = CatalogReview(settings, catalogs, upstream_url, oauth, telemetry, limiter)
 

@@ -9,7 +9,14 @@ Tiers: warm memory (bounded LRU) in front of an optional shared store
 (DynamoDB in Lambda). A fresh catalog is served as is; a stale one is served
 while one background refresh per key lists the upstream again; one past
 `catalog_max_age` is listed again before answering. A failed listing is never
-cached, so a 401 or a 5xx is not remembered as an empty catalog.
+cached, so a 401 or a 5xx is not remembered as an empty catalog; an anonymous
+caller's 401 is answered again for `unauthorized_ttl` seconds without asking
+the upstream.
+
+The shared copy lives until `catalog_max_age`, and readers judge its freshness
+by its `fetched_at`: an environment that does not get the key's lease serves a
+stale copy while the lease holder lists, so N environments make one listing per
+refresh; a cold one waits for the holder's copy instead of listing too.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import random
 import time
 import uuid
 from collections import OrderedDict
@@ -24,12 +32,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import deadline
 from .catalog import Catalog
 from .credentials import read_authorization
 from .search import SearchIndex
 from .settings import Settings
+from .upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
+
+_POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
 
 
 def caller_key(upstream_url: str, authorization: str | None) -> str:
@@ -104,6 +116,7 @@ class CatalogStore:
         self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
         self._forced: set[str] = set()  # keys whose next load skips the shared tier
+        self._refused: dict[str, tuple[float, UpstreamError]] = {}  # anonymous key -> (until, its 401)
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -123,7 +136,19 @@ class CatalogStore:
                 self._on_event("catalog_stale_memory")
                 self._refresh_in_background(caller)
                 return entry
-        return await self._single_flight(caller, background=False)
+        refused = self._refusal(caller.key)
+        if refused is not None:
+            self._on_event("catalog_refused_memory")
+            raise refused
+        try:
+            entry = await self._wait_in_time(self._single_flight(caller, background=False))
+        except UpstreamError as exc:
+            if exc.kind == "unauthorized" and caller.authorization is None:
+                self._remember_refusal(caller.key, exc)
+            raise
+        if self._age(entry) >= self._settings.catalog_ttl:
+            self._refresh_in_background(caller)  # a stale copy from the shared tier: served, and renewed
+        return entry
 
     def cached(self, key: str) -> IndexedCatalog | None:
         """The catalog held in memory for a key, if any, without loading or touching its age."""
@@ -145,7 +170,51 @@ class CatalogStore:
             # A load that started before this refresh may have read the old catalog: wait, then list.
             await asyncio.wait([running])  # not gather: cancelling this refresh must not cancel it
             self._forced.add(caller.key)
-        return await self._single_flight(caller, background=False)
+        return await self._wait_in_time(self._single_flight(caller, background=False))
+
+    async def _wait_in_time(self, load: Awaitable[IndexedCatalog]) -> IndexedCatalog:
+        """Wait for a load until the request must be answered; the load itself goes on (shielded)."""
+        due = deadline.current()
+        if due is None:
+            return await load
+        timeout = asyncio.timeout_at(due)
+        try:
+            async with timeout:
+                return await load
+        except TimeoutError:
+            if not timeout.expired():
+                raise
+            raise UpstreamError(
+                "timeout",
+                "the upstream did not list this caller's tools before the answer was due; the listing goes"
+                " on: ask again in a moment",
+            ) from None
+
+    # -- anonymous callers the upstream refused
+
+    def _refusal(self, key: str) -> UpstreamError | None:
+        held = self._refused.get(key)
+        if held is None:
+            return None
+        until, error = held
+        if self._clock() >= until:
+            del self._refused[key]
+            return None
+        return _copy_error(error)
+
+    def _remember_refusal(self, key: str, error: UpstreamError) -> None:
+        """An anonymous 401 is answered again without the upstream for a few seconds.
+
+        Only a request without Authorization: clients send several before they learn to sign in,
+        and they are all the same caller. A refused token is not remembered: the upstream may admit
+        that very token a moment later (newly issued, newly granted), and signing in or refreshing
+        changes the header anyway. One key per upstream, so this holds one entry.
+        """
+        ttl = self._settings.unauthorized_ttl
+        if ttl > 0:
+            self._refused[key] = (self._clock() + ttl, error)
+
+    # -- loading: single flight per key
 
     def _refresh_in_background(self, caller: Caller) -> None:
         if caller.key in self._loading:
@@ -158,17 +227,24 @@ class CatalogStore:
         return await asyncio.shield(task)
 
     def _start(self, caller: Caller, background: bool) -> asyncio.Task[IndexedCatalog]:
-        task = asyncio.create_task(self._load(caller, background))
+        # Detached from the request's deadline: others may wait for this load, and it is worth
+        # finishing (and keeping) even when the request that started it has been answered.
+        task = asyncio.create_task(self._load(caller, background), context=deadline.detached())
         self._loading[caller.key] = task
         task.add_done_callback(lambda _t, key=caller.key: self._loading.pop(key, None))
+        # Its waiters may all have been cancelled (shield): read its failure so none goes unretrieved.
+        task.add_done_callback(_retrieve)
         return task
 
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
         started = time.perf_counter()
         forced = caller.key in self._forced
-        entry = None if background or forced else await self._from_shared(caller.key)
-        if entry is None:
-            entry = await self._from_upstream(caller, background)
+        if forced or self._shared is None:
+            entry = await self._from_upstream(caller)
+        elif background:
+            entry = await self._refresh_shared(caller)
+        else:
+            entry = await self._load_shared(caller)
         self._forced.discard(caller.key)  # only once listed: a failed listing leaves it forced
         self._remember(caller.key, entry)
         logger.info(
@@ -177,51 +253,110 @@ class CatalogStore:
         )
         return entry
 
-    async def _from_shared(self, key: str) -> IndexedCatalog | None:
-        if self._shared is None:
+    # -- the shared tier: one listing per refresh across execution environments
+
+    async def _load_shared(self, caller: Caller) -> IndexedCatalog:
+        """A catalog this environment lacks: the shared copy (even stale), else one environment lists.
+
+        When another environment holds the lease, it is listing this very catalog: wait for its
+        copy rather than list again, until the lease would have run out.
+        """
+        assert self._shared is not None
+        entry = await self._from_shared(caller.key)
+        if entry is not None:
+            return entry
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self._lease_seconds()
+        pause = _POLL_FIRST
+        while True:
+            listed = await self._list_if_leased(caller)
+            if listed is not None:
+                return listed
+            if loop.time() + pause >= give_up:
+                break
+            self._on_event("catalog_wait_shared")
+            await asyncio.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(pause * 2, _POLL_MOST)
+            entry = await self._from_shared(caller.key)
+            if entry is not None:
+                return entry
+        return await self._from_upstream(caller)  # the lease holder took too long: list after all
+
+    async def _refresh_shared(self, caller: Caller) -> IndexedCatalog:
+        """Renew a stale catalog: another environment's fresh copy, or list while holding the lease.
+
+        Without the lease another environment is listing it: keep serving the newest copy at hand
+        (within `catalog_max_age`) and pick up the fresh one on a later request.
+        """
+        assert self._shared is not None
+        current = self._memory.get(caller.key)
+        stored = await self._read_shared(caller.key)
+        newer = stored is not None and (current is None or stored.fetched_at > current.catalog.fetched_at)
+        if stored is not None and newer and self._clock() - stored.fetched_at < self._settings.catalog_ttl:
+            self._on_event("catalog_hit_shared")
+            return await self._index(stored)
+        listed = await self._list_if_leased(caller)
+        if listed is not None:
+            return listed
+        self._on_event("catalog_refresh_elsewhere")
+        if stored is not None and newer:
+            return await self._index(stored)
+        if current is not None and self._age(current) < self._settings.catalog_max_age:
+            return current
+        return await self._from_upstream(caller)
+
+    async def _list_if_leased(self, caller: Caller) -> IndexedCatalog | None:
+        """List the upstream when this environment gets the key's lease (None when another holds it)."""
+        assert self._shared is not None
+        # A holder id per listing, drawn from os.urandom now: one made at init would be cloned into
+        # every environment that SnapStart restores from the same snapshot.
+        holder = uuid.uuid4().hex
+        if not await self._shared.try_lease(caller.key, holder, self._lease_seconds()):
             return None
+        try:
+            return await self._from_upstream(caller)
+        finally:
+            await self._shared.release_lease(caller.key, holder)
+
+    def _lease_seconds(self) -> float:
+        return self._settings.upstream_timeout * 2
+
+    async def _read_shared(self, key: str) -> Catalog | None:
+        """The shared copy of a key's catalog when it is younger than `catalog_max_age`."""
+        assert self._shared is not None
         stored = await self._shared.get(key)
-        if stored is None or self._clock() - stored.fetched_at >= self._settings.catalog_ttl:
+        if stored is None or self._clock() - stored.fetched_at >= self._settings.catalog_max_age:
             self._on_event("catalog_miss_shared")
             return None
         try:
-            catalog = Catalog.from_json(stored.data, self._settings.write_tools, self._settings.read_tools)
+            return Catalog.from_json(stored.data, self._settings.write_tools, self._settings.read_tools)
         except ValueError:
             self._on_event("catalog_corrupt_shared")
             logger.warning("shared catalog unreadable; listing the upstream instead")
             return None
-        self._on_event("catalog_hit_shared")
+
+    async def _from_shared(self, key: str) -> IndexedCatalog | None:
+        catalog = await self._read_shared(key)
+        if catalog is None:
+            return None
+        fresh = self._clock() - catalog.fetched_at < self._settings.catalog_ttl
+        self._on_event("catalog_hit_shared" if fresh else "catalog_stale_shared")
         return await self._index(catalog)
 
-    async def _from_upstream(self, caller: Caller, background: bool) -> IndexedCatalog:
-        leased = False
-        # A holder id per refresh, drawn from os.urandom now: one made at init would be cloned into
-        # every environment that SnapStart restores from the same snapshot.
-        holder = uuid.uuid4().hex
-        if background and self._shared is not None:
-            # Across execution environments, one refresher per key; the others keep serving.
-            leased = await self._shared.try_lease(caller.key, holder, self._settings.upstream_timeout * 2)
-            if not leased:
-                shared = await self._from_shared(caller.key)
-                if shared is not None:
-                    return shared
-        try:
-            self._on_event("catalog_list_upstream")
-            listing = await self._lister(caller.authorization)
-            catalog = Catalog.from_definitions(
-                listing.tools,
-                instructions=listing.instructions,
-                fetched_at=self._clock(),
-                write_tools=self._settings.write_tools,
-                read_tools=self._settings.read_tools,
-            )
-            entry = await self._index(catalog)
-            if self._shared is not None:
-                await self._shared.put(caller.key, catalog.to_json(), catalog.fetched_at)
-            return entry
-        finally:
-            if leased and self._shared is not None:
-                await self._shared.release_lease(caller.key, holder)
+    async def _from_upstream(self, caller: Caller) -> IndexedCatalog:
+        self._on_event("catalog_list_upstream")
+        listing = await self._lister(caller.authorization)
+        catalog = Catalog.from_definitions(
+            listing.tools,
+            instructions=listing.instructions,
+            fetched_at=self._clock(),
+            write_tools=self._settings.write_tools,
+            read_tools=self._settings.read_tools,
+        )
+        entry = await self._index(catalog)
+        if self._shared is not None:
+            await self._shared.put(caller.key, catalog.to_json(), catalog.fetched_at)
+        return entry
 
     async def _index(self, catalog: Catalog) -> IndexedCatalog:
         # Indexing is CPU work (BM25 statistics, embeddings): keep the event loop free for others.
@@ -234,6 +369,24 @@ class CatalogStore:
         while len(self._memory) > max(1, self._settings.catalog_memory_entries):
             self._memory.popitem(last=False)
             self._on_event("catalog_evicted_memory")
+
+
+def _copy_error(error: UpstreamError) -> UpstreamError:
+    """The same refusal as a new exception (one instance raised again and again grows its traceback)."""
+    return UpstreamError(
+        error.kind,
+        error.message,
+        status=error.status,
+        retry_after=error.retry_after,
+        www_authenticate=error.www_authenticate,
+        code=error.code,
+        data=error.data,
+    )
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:

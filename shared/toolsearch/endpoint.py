@@ -29,8 +29,9 @@ from .jsonrpc import Envelope, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .oauth import ProtectedResource
-from .progress import ProgressSink, caller_token
-from .results import error_result
+from .progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS, ProgressSink, caller_token
+from .response_size import JsonAnswer, ResponseSize
+from .results import error_result, limit_result
 from .service import AuthFailure, ToolService
 from .settings import Settings
 from .streaming import ProgressStream, accepts_event_stream
@@ -40,6 +41,9 @@ from .upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
+# The most a progress stream's events can take before its response, serialised on Lambda: every
+# character of a message or token at most 4 bytes there (a quote: \" in the event, \\\" once more).
+PROGRESS_EVENTS_BYTES = MAX_RELAYED * (4 * (MAX_MESSAGE_CHARS + MAX_TOKEN_CHARS) + 300)
 SERVER_INFO = {"name": "mcp-toolsearch-proxy", "version": __version__}
 LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call"}
 MODERN_METHODS = {"server/discover", "tools/list", "tools/call"}
@@ -54,8 +58,10 @@ class McpEndpoint:
         upstream_url: str,
         telemetry: Telemetry,
         oauth: ProtectedResource,
+        size: ResponseSize | None = None,
     ) -> None:
         self.settings = settings
+        self._size = size or ResponseSize.local()
         self.service = service
         self.upstream_url = upstream_url
         self.telemetry = telemetry
@@ -115,7 +121,7 @@ class McpEndpoint:
                 raise self._auth_error(request, failure.error) from failure
             if envelope.is_notification:
                 return Response(status_code=202)
-            return JSONResponse(P.response(envelope.id, result))
+            return JsonAnswer(self._fitted(envelope, result, streamed=progress is not None))
         except Exception as exc:
             return self._failure(envelope.id, envelope.method, exc)
 
@@ -149,6 +155,29 @@ class McpEndpoint:
         if token is None or not accepts_event_stream(request.headers.getlist("accept")):
             return None
         return ProgressStream(token)
+
+    def _fitted(self, env: Envelope, result: dict[str, Any], *, streamed: bool = False) -> dict[str, Any]:
+        """The JSON-RPC response, measured as the answer carries it and kept within what one may hold.
+
+        On Lambda that is the runtime's serialisation of the whole response (response_size.py): a tool
+        result that would not fit is cut with a note; any other answer becomes an error, not a 502.
+        A response that ends a progress stream leaves room for the events sent before it.
+        """
+        message = P.response(env.id, result)
+        limit = self._size.limit
+        if limit is None:
+            return message
+        if streamed:
+            limit -= PROGRESS_EVENTS_BYTES
+        total = self._size.of(message)
+        if total <= limit:
+            return message
+        room = limit - (total - self._size.of(result))  # what the result may take beside its envelope
+        if env.method == "tools/call" and isinstance(result.get("content"), list) and room > 4_000:
+            return P.response(env.id, limit_result(result, room, self._size.of))
+        raise P.RpcError(
+            P.INTERNAL_ERROR, f"The answer would take {total:,} bytes, more than the {limit:,} one can hold."
+        )
 
     def _check_origin(self, request: Request) -> None:
         origin = request.headers.get("origin")

@@ -17,9 +17,11 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from . import deadline
 from . import protocol as P
 from .settings import Settings
 from .telemetry import Telemetry
@@ -27,6 +29,8 @@ from .telemetry import Telemetry
 logger = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "McpToolsearchProxy"
+# Seconds kept back from the function's remaining time to write the answer and hand it to the runtime.
+LAMBDA_MARGIN = 1.0
 _VALUES_PER_DOCUMENT = 90  # Powertools flushes on its own at 100 values; stay below it
 
 
@@ -114,6 +118,53 @@ class EmfMetrics:
         return documents
 
 
+def answer_in_time(app: Any, settings: Settings) -> Any:
+    """The ASGI app, with each request's deadline set from the invocation it came in.
+
+    Mangum puts the Lambda event and context in the scope. The answer is due one margin before
+    the function times out and, for a request through API Gateway, `api_gateway_timeout` after
+    the gateway received it: upstream work is cut then, so a slow upstream becomes a `timeout`
+    result rather than the gateway's 503 or the function URL's bare 502.
+    """
+
+    async def with_deadline(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        with deadline.answer_by(_due(scope, settings)):
+            await app(scope, receive, send)
+
+    return with_deadline
+
+
+def _due(scope: dict[str, Any], settings: Settings) -> float | None:
+    now = asyncio.get_running_loop().time()
+    due: list[float] = []
+    remaining = getattr(scope.get("aws.context"), "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        due.append(now + remaining() / 1000 - LAMBDA_MARGIN)
+    event = scope.get("aws.event")
+    if through_api_gateway(event):
+        due.append(now + settings.api_gateway_timeout - _waited_at_gateway(event, settings))
+    return min(due) if due else None
+
+
+def through_api_gateway(event: Any) -> bool:
+    """An API Gateway event (HTTP API or REST API), not a function URL's (which has the same shape)."""
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    if not isinstance(context, dict) or "apiId" not in context:
+        return False
+    return ".lambda-url." not in str(context.get("domainName", ""))
+
+
+def _waited_at_gateway(event: dict[str, Any], settings: Settings) -> float:
+    """Seconds since API Gateway received the request (a cold start's init among them), when its
+    clock and ours agree well enough to tell; else 0."""
+    context = event["requestContext"]
+    arrived = context.get("timeEpoch", context.get("requestTimeEpoch"))
+    if not isinstance(arrived, int | float) or isinstance(arrived, bool):
+        return 0.0
+    waited = time.time() - arrived / 1000
+    return waited if 0 <= waited < settings.api_gateway_timeout else 0.0
+
+
 NOT_HTTP_EVENT = "not an HTTP event: expected API Gateway or a function URL"
 
 
@@ -175,10 +226,12 @@ def _refused(status: int, message: str, exc: Exception) -> dict[str, Any]:
     }
 
 
-def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
+def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[], float] = time.time) -> Any:
     """The DynamoDB tier when `dynamodb_table` is set, else None (memory only).
 
-    Items live as long as a catalog stays fresh; reads check expiry themselves.
+    Items live as long as a catalog may be served (`catalog_max_age`), not only while it is fresh:
+    while one environment lists a stale catalog again, the others serve the shared copy instead
+    of listing too. Readers judge freshness by `fetched_at`. `clock` is for tests.
     """
     if not settings.dynamodb_table:
         return None
@@ -189,6 +242,5 @@ def catalog_tier(settings: Settings, telemetry: Telemetry) -> Any:
     from .cache.dynamo import DynamoCatalogStore
 
     count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
-    return DynamoCatalogStore(
-        settings.dynamodb_table, ttl_seconds=max(settings.catalog_ttl, 1.0), on_event=count
-    )
+    lifetime = max(settings.catalog_max_age, settings.catalog_ttl, 1.0)
+    return DynamoCatalogStore(settings.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)

@@ -35,3 +35,14 @@ def configure_logging(level: str = "INFO", service: str = "toolsearch") -> None:
 
 # Their loggers' children (botocore.endpoint, botocore.auth...) inherit the level.
 QUIET_LIBRARIES = ("botocore", "boto3", "s3transfer", "urllib3", "httpx", "httpcore", "uvicorn.access")
+
+
+def format_other_records_with(formatter: logging.Formatter) -> None:
+    """Format the records that reach our root handler (other libraries') with `formatter`.
+
+    On Lambda that is the Powertools Logger's formatter, which carries the invocation's context,
+    so Mangum's request line has the request id like every `toolsearch.*` line.
+    """
+    for handler in logging.getLogger().handlers:
+        if getattr(handler, "_toolsearch", False):
+            handler.setFormatter(formatter)

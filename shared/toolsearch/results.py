@@ -8,6 +8,7 @@ text and as `structuredContent.error`, since clients differ in which they show.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from .protocol import text_content
@@ -31,35 +32,53 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def limit_result(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+def limit_result(
+    result: dict[str, Any], max_bytes: int, size: Callable[[Any], int] = json_size
+) -> dict[str, Any]:
     """The upstream's result unchanged when it fits; otherwise cut, with a note saying so.
 
-    A Lambda response holds at most 6 MB, and a model's context far less.
+    `size` counts bytes as the answer carries them: the JSON body locally, the runtime's
+    serialisation on Lambda (response_size.py), whose response holds at most 6 MB.
     """
-    size = json_size(result)
-    if size <= max_bytes:
+    total = size(result)
+    if total <= max_bytes:
         return result
     budget = max(1_000, max_bytes - 2_000)
     kept: list[dict[str, Any]] = []
     used = 0
     for block in result.get("content") or []:
-        block_size = json_size(block)
+        block_size = size(block)
         if used + block_size <= budget:
             kept.append(block)
             used += block_size
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             room = max(0, budget - used - 200)
-            # Cut by bytes, then back to a whole character.
-            cut = block["text"].encode()[:room].decode("utf-8", errors="ignore")
-            kept.append({**block, "text": cut})
+            kept.append({**block, "text": _cut(block, room, size)})
         break
     note = (
-        f"[The result was {size:,} bytes, more than the {max_bytes:,} the proxy passes on; it was cut."
+        f"[The result was {total:,} bytes, more than the {max_bytes:,} the proxy passes on; it was cut."
         " Ask for less, e.g. with a filter or a smaller page.]"
     )
     kept.append(text_content(note))
     limited = {"content": kept, "isError": bool(result.get("isError", False))}
-    if "_meta" in result:
-        limited["_meta"] = result["_meta"]
+    for key in ("resultType", "_meta"):
+        if key in result:
+            limited[key] = result[key]
     return limited
+
+
+def _cut(block: dict[str, Any], room: int, size: Callable[[Any], int]) -> str:
+    """The longest start of a text block whose block fits in `room` bytes, as `size` counts them.
+
+    Characters cost 1 to 12 bytes each depending on the count, so the cut is found by shrinking in
+    proportion to the overshoot; each step is shorter than the last.
+    """
+    text: str = block["text"]
+    length = len(text)
+    while length > 0:
+        cost = size({**block, "text": text[:length]})
+        if cost <= room:
+            return text[:length]
+        length = min(length - 1, length * room // cost)
+    return ""

@@ -14,6 +14,7 @@ from .catalog import Tool
 from .catalogs import Caller, CatalogStore, IndexedCatalog
 from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .progress import Progress, ProgressSink
+from .response_size import ResponseSize
 from .results import error_result, limit_result, structured_result
 from .settings import Settings
 from .upstream import UpstreamError
@@ -29,6 +30,7 @@ from .validation import (
 logger = logging.getLogger(__name__)
 
 SHORT_DESCRIPTION = 200
+_BATCH_LINE_BYTES = 500  # room for the "[n] name: ok" line before each call's result in a batch
 EXACT_NAME_PREFIX = "select:"
 # Ranking costs a fixed part (1-2 ms for a query at 10,000 tools, hybrid) plus stemming, some
 # 10-30 µs a character of words the stemmer has not seen (bench/bench_search_thread.py). Longer
@@ -84,10 +86,18 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
 
 
 class ToolService:
-    def __init__(self, settings: Settings, catalogs: CatalogStore, upstream_call: UpstreamCall) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        catalogs: CatalogStore,
+        upstream_call: UpstreamCall,
+        size: ResponseSize | None = None,
+    ) -> None:
         self.settings = settings
         self.catalogs = catalogs
         self._upstream_call = upstream_call
+        # Result sizes are counted as the answer carries them (on Lambda: as the runtime serialises it).
+        self._size = size or ResponseSize.local()
         self._schemas = {
             tool["name"]: tool["inputSchema"]
             for tool in T.proxy_tools(max(1, settings.max_batch_calls), settings.max_query_chars)
@@ -130,24 +140,35 @@ class ToolService:
                 inputSchema=self._schemas[name],
             )
         try:
-            if name == T.SEARCH_TOOLS:
-                return await self.search_tools(caller, arguments)
-            if name == T.DESCRIBE_TOOL:
-                return await self.describe_tool(caller, arguments["names"])
-            if name == T.CALL_READ_TOOL:
-                return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=True, progress=progress
-                )
-            if name == T.CALL_READ_TOOLS:
-                return await self.call_read_tools(caller, arguments["calls"], progress=progress)
-            if name == T.CALL_WRITE_TOOL:
-                return await self.call_tool(
-                    caller, arguments["name"], arguments.get("arguments"), read_only=False, progress=progress
-                )
+            result = await self._run(caller, name, arguments, progress)
         except UpstreamError as exc:
             if exc.kind in ("unauthorized", "forbidden"):
                 raise AuthFailure(exc) from exc
             return error_result(exc.kind, exc.message, **_upstream_details(exc))
+        # Every one of the five answers within max_result_bytes (a description of huge tools too).
+        return self.limit(result, self.settings.max_result_bytes)
+
+    def limit(self, result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+        """`result`, cut with a note when it takes more than `max_bytes` in the answer."""
+        return limit_result(result, max_bytes, self._size.of)
+
+    async def _run(
+        self, caller: Caller, name: str, arguments: dict[str, Any], progress: ProgressSink | None
+    ) -> dict[str, Any]:
+        if name == T.SEARCH_TOOLS:
+            return await self.search_tools(caller, arguments)
+        if name == T.DESCRIBE_TOOL:
+            return await self.describe_tool(caller, arguments["names"])
+        if name == T.CALL_READ_TOOL:
+            return await self.call_tool(
+                caller, arguments["name"], arguments.get("arguments"), read_only=True, progress=progress
+            )
+        if name == T.CALL_READ_TOOLS:
+            return await self.call_read_tools(caller, arguments["calls"], progress=progress)
+        if name == T.CALL_WRITE_TOOL:
+            return await self.call_tool(
+                caller, arguments["name"], arguments.get("arguments"), read_only=False, progress=progress
+            )
         raise KeyError(name)
 
     async def _catalog(self, caller: Caller) -> IndexedCatalog:
@@ -331,8 +352,8 @@ class ToolService:
         if result.get("isError") and says_unknown_tool(_first_text(result), name):
             # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
             self.catalogs.invalidate(caller.key)
-            return limit_result(result, max_bytes), "upstream_unknown_tool"
-        result = limit_result(result, max_bytes)
+            return self.limit(result, max_bytes), "upstream_unknown_tool"
+        result = self.limit(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
 
     async def call_read_tools(
@@ -343,8 +364,10 @@ class ToolService:
         make one that increases, which the spec requires."""
         await self._catalog(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self.settings.validation_timeout + self.settings.upstream_timeout + 1.0
-        # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share.
-        share = max(1, self.settings.max_result_bytes // max(1, len(calls)))
+        # The whole batch is one response (a Lambda response holds 6 MB): each call gets its share,
+        # less room for the line that heads it.
+        count = max(1, len(calls))
+        share = max(1, (self.settings.max_result_bytes - _BATCH_LINE_BYTES * count) // count)
         finished = 0
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:

@@ -44,6 +44,14 @@ class Settings:
         "Upstream",
         metavar="SECONDS",
     )
+    unauthorized_ttl: float = _setting(
+        5.0,
+        "Seconds a request without Authorization whose tool listing the upstream refused with 401 "
+        "gets that 401 again without the upstream being asked (clients send several before they sign "
+        "in). A request with a token is always asked. 0 asks the upstream every time.",
+        "Upstream",
+        metavar="SECONDS",
+    )
     list_retries: int = _setting(
         2,
         "Retries, with backoff and jitter, of a failed tools/list (calls are never retried).",
@@ -77,8 +85,9 @@ class Settings:
     )
     max_result_bytes: int = _setting(
         5_000_000,
-        "Largest upstream tool result passed on, in bytes of JSON; a larger one is cut, with a note "
-        "(a Lambda response holds at most 6 MB).",
+        "Largest answer of the five tools passed on, in bytes of JSON as the answer carries it (on "
+        "Lambda: as the runtime serialises the response, where quotes and backslashes count twice); "
+        "a larger one is cut, with a note. On Lambda no answer passes 6 MB serialised, whatever this says.",
         "Upstream",
         metavar="BYTES",
     )
@@ -201,6 +210,14 @@ class Settings:
         "get 403. Requests without Origin are allowed. `*` allows all.",
         "Server",
         metavar="ORIGINS",
+    )
+    api_gateway_timeout: float = _setting(
+        29.0,
+        "Lambda only: seconds a request that came through API Gateway has, from its arrival, to be "
+        "answered (the HTTP API gives up at 30 s). Upstream work is cut in time to answer a `timeout` "
+        "result instead of the gateway's 503. Function URL requests have the function's own timeout.",
+        "Server",
+        metavar="SECONDS",
     )
     max_body_bytes: int = _setting(
         1_000_000, "Largest request body accepted, in bytes.", "Server", metavar="BYTES"

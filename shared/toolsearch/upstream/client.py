@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from toolsearch import __version__
+from toolsearch import deadline as request_deadline
 from toolsearch.nesting import too_deep
 from toolsearch.progress import ProgressRelay, ProgressSink
 from toolsearch.settings import Settings
@@ -186,13 +187,13 @@ class Upstream:
             except mcp_headers.InvalidHeaderAnnotation as exc:
                 raise UpstreamError("bad_response", f"the tool's definition is invalid: {exc}") from None
             extra = {"Mcp-Name": mcp_headers.encode_value(name), **mcp_headers.mirror(params, arguments)}
-            limit = self._settings.upstream_timeout
-            deadline = asyncio.get_running_loop().time() + limit
+            # upstream_timeout, or less when the request must be answered sooner (Lambda, API Gateway).
+            deadline = request_deadline.within(self._settings.upstream_timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
-            era, _ = await self._deadline(self._settle_era(authorization, deadline))
+            era, _ = await self._deadline(self._settle_era(authorization, deadline), deadline)
             call = {"name": name, "arguments": arguments}
             result, _ = await self._deadline(
-                self._request(authorization, era, "tools/call", call, extra, progress=relay)
+                self._request(authorization, era, "tools/call", call, extra, progress=relay), deadline
             )
             if result.get("isError") is True:
                 outcome = "tool_error"
@@ -385,14 +386,20 @@ class Upstream:
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    async def _deadline(self, request: Awaitable[Any]) -> Any:
+    async def _deadline(self, request: Awaitable[Any], at: float | None = None) -> Any:
+        """`request` within upstream_timeout, or by the loop time `at` (a call's whole deadline)."""
+        loop = asyncio.get_running_loop()
+        if at is None:
+            at = loop.time() + self._settings.upstream_timeout
+        allowed = max(0.0, at - loop.time())
+        timeout = asyncio.timeout_at(at)
         try:
-            async with asyncio.timeout(self._settings.upstream_timeout):
+            async with timeout:
                 return await request
         except TimeoutError:
-            raise UpstreamError(
-                "timeout", f"the upstream did not answer within {self._settings.upstream_timeout:g} s"
-            ) from None
+            if not timeout.expired():
+                raise
+            raise UpstreamError("timeout", f"the upstream did not answer within {allowed:.3g} s") from None
 
     # -- one request, in a known era
 

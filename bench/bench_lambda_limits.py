@@ -1,0 +1,295 @@
+"""What AWS enforces on the Lambda handler, measured through the real handler (functions/proxy/app.py).
+
+    .venv/bin/python bench/bench_lambda_limits.py [--only size,deadline,refresh] [--scale 1.0] [--json PATH]
+
+size      The largest results that get through: an upstream on loopback answers one tool call
+          with results of each kind (plain text, quotes and backslashes, non-ASCII, a base64
+          image) at the default max_result_bytes, and at the edge with max_result_bytes raised so
+          that only Lambda's limit binds. Printed: the body the handler returns and the response
+          as the python3.13 runtime serialises it (awslambdaric's to_json, what Lambda limits to
+          6,291,456 bytes), and whether the result was cut.
+deadline  When each entry point answers a hung upstream, with the stack's defaults
+          (upstream_timeout 30 s, api_gateway_timeout 29 s, a 60 s function): the handler is
+          invoked with each event shape and a context whose remaining time starts at 60 s.
+          --scale 0.1 divides every duration by ten (a quick run).
+refresh   Upstream listings per catalog refresh with three execution environments (three
+          CatalogStores with their own upstream clients) against one DynamoDB table (dynalite),
+          the clock moved past catalog_ttl between refreshes; then three cold environments at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import importlib.util
+import itertools
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib import add_tests_to_path, method_line, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+HANDLER = ROOT / "functions" / "proxy" / "app.py"
+PY313 = "AWS_Lambda_python3.13"
+_numbers = itertools.count(1)
+
+
+def load_handler(**env: str) -> Any:
+    """functions/proxy/app.py as a fresh module (a cold execution environment) with `env` set."""
+    for name in [n for n in os.environ if n.startswith("TOOLSEARCH_")]:
+        del os.environ[name]
+    os.environ.update({"TOOLSEARCH_LOG_LEVEL": "WARNING", "POWERTOOLS_METRICS_DISABLED": "true", **env})
+    spec = importlib.util.spec_from_file_location(f"bench_handler_{next(_numbers)}", HANDLER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def serialised(response: dict[str, Any]) -> int:
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    os.environ["AWS_EXECUTION_ENV"] = PY313
+    return len(to_json(response).encode())
+
+
+# -- size
+
+
+def results() -> dict[str, dict[str, Any]]:
+    image = base64.b64encode(bytes(range(256)) * (3_300_000 // 256)).decode()
+    return {
+        "plain text": {"content": [{"type": "text", "text": "plain words " * 520_000}]},
+        "quotes and backslashes": {"content": [{"type": "text", "text": 'a "quoted" C:\\dir\\ ' * 250_000}]},
+        "non-ASCII (UTF-8)": {"content": [{"type": "text", "text": "žėų 日本語 😀 " * 250_000}]},
+        "base64 image": {"content": [{"type": "image", "data": image, "mimeType": "image/png"}]},
+    }
+
+
+def measure_sizes() -> list[dict[str, Any]]:
+    from test_lambda_handler import FakeContext, ResultUpstream, call_event
+
+    from fixtures.servers import serve_in_thread
+
+    rows = []
+    upstream = ResultUpstream()
+    with serve_in_thread(upstream) as base:
+        module = load_handler(TOOLSEARCH_UPSTREAM=base + "/mcp", AWS_EXECUTION_ENV=PY313)
+        request = call_event("function-url", "call_read_tool", {"name": "blob_get"})
+        for kind, result in results().items():
+            upstream.result = result
+            response = module.handler(request, FakeContext())
+            rows.append(_size_row(kind, "default", result, response))
+
+        try:
+            from toolsearch.response_size import ResponseSize
+        except ImportError:  # a version of the proxy that does not count the serialised response
+            return rows
+        # The edge: only Lambda's own limit binds (max_result_bytes far above it).
+        module = load_handler(
+            TOOLSEARCH_UPSTREAM=base + "/mcp", AWS_EXECUTION_ENV=PY313, TOOLSEARCH_MAX_RESULT_BYTES="50000000"
+        )
+        size = ResponseSize.lambda_runtime(PY313)
+        upstream.result = {"content": [{"type": "text", "text": ""}]}
+        room = size.limit - size.of(json.loads(module.handler(request, FakeContext())["body"]))
+        for kind, unit, cost in (("plain text at the edge", "a", 1), ('quotes (") at the edge', '"', 4)):
+            result = {"content": [{"type": "text", "text": unit * (room // cost)}]}
+            upstream.result = result
+            rows.append(_size_row(kind, "50,000,000", result, module.handler(request, FakeContext())))
+    return rows
+
+
+def _size_row(kind: str, setting: str, sent: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    result = json.loads(response["body"])["result"]
+    content = result.get("content") or []
+    cut = bool(content) and "it was cut" in str(content[-1].get("text", ""))
+    row = {
+        "result": kind,
+        "max_result_bytes": setting,
+        "upstream_result_json": len(json.dumps(sent, ensure_ascii=False).encode()),
+        "body_bytes": len(response["body"].encode()),
+        "serialised_response_bytes": serialised(response),
+        "cut": cut,
+    }
+    print(
+        f"{kind:28} max_result_bytes={setting:10}  upstream JSON {row['upstream_result_json']:>10,}"
+        f"  body {row['body_bytes']:>10,}  serialised {row['serialised_response_bytes']:>10,}"
+        f"  {'cut' if cut else 'whole'}"
+    )
+    return row
+
+
+# -- deadline
+
+
+def measure_deadlines(scale: float) -> list[dict[str, Any]]:
+    from test_lambda_handler import EXAMPLE_TOKEN, FakeContext, call_event
+
+    from fixtures.faulty_upstream import Fault, running_faulty
+
+    rows = []
+    env = {
+        "TOOLSEARCH_UPSTREAM_TIMEOUT": f"{30 * scale:g}",
+        "TOOLSEARCH_API_GATEWAY_TIMEOUT": f"{29 * scale:g}",
+    }
+    remaining = int(60_000 * scale)
+    scenarios = [
+        ("http-api", "hung call", None),
+        ("rest-api", "hung call", None),
+        ("function-url", "hung call", None),
+        ("http-api", f"cold listing of {25 * scale:g} s, then a hung call", 25 * scale),
+        ("function-url", f"cold listing of {25 * scale:g} s, then a hung call", 25 * scale),
+        ("function-url", f"cold listing of {29 * scale:g} s, then a hung call", 29 * scale),
+    ]
+    for shape, what, listing_delay in scenarios:
+        with running_faulty(users={EXAMPLE_TOKEN: "alice"}) as server:
+            module = load_handler(TOOLSEARCH_UPSTREAM=server.url, **env)
+            if listing_delay is None:  # warm: the catalog is listed first
+                module.handler(call_event(shape, "search_tools", {"query": "notes"}), FakeContext())
+            else:
+                server.upstream.fault("tools/list", Fault.delay(listing_delay), times=1)
+            server.upstream.fault("tools/call", Fault.hang())
+            request = call_event(shape, "call_read_tool", {"name": "notes_get", "arguments": {"id": 1}})
+            answer: dict[str, Any] = {}
+            started = time.monotonic()
+            context = _Remaining(FakeContext(), remaining, started)
+
+            def run(request=request, context=context, module=module, answer=answer) -> None:
+                answer["response"] = module.handler(request, context)
+
+            worker = threading.Thread(target=run, daemon=True)
+            worker.start()
+            worker.join(180 * max(scale, 0.1))
+            seconds = time.monotonic() - started
+            response = answer.get("response")
+            if response is None:
+                outcome = "no answer"
+            else:
+                reply = json.loads(response["body"])
+                error = reply.get("result", {}).get("structuredContent", {}).get("error", {})
+                outcome = f"HTTP {response['statusCode']}, {error.get('kind', 'ok')} result"
+            row = {"entry": shape, "upstream": what, "answered_s": round(seconds, 2), "answer": outcome}
+            print(f"{shape:13} {what:40} answered after {seconds:6.2f} s: {outcome}")
+            rows.append(row)
+            module.loop.settle(timeout=5)
+    return rows
+
+
+class _Remaining:
+    """A Lambda context whose remaining time runs down from `remaining_ms` at `started`."""
+
+    def __init__(self, base: Any, remaining_ms: int, started: float) -> None:
+        self._base, self._remaining_ms, self._started = base, remaining_ms, started
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self._remaining_ms - (time.monotonic() - self._started) * 1000)
+
+
+# -- refresh
+
+
+def measure_refreshes() -> dict[str, Any]:
+    return asyncio.run(_refreshes())
+
+
+async def _refreshes(refreshes: int = 3) -> dict[str, Any]:
+    import httpx
+    from test_catalogs import Clock, DemoUpstream, caller
+
+    from fixtures.dynalite import DUMMY_ENV, Dynalite
+    from toolsearch.catalogs import CatalogStore
+    from toolsearch.demo import DEMO_URL
+    from toolsearch.lambda_support import catalog_tier
+    from toolsearch.search.index import make_indexer
+    from toolsearch.settings import Settings
+    from toolsearch.telemetry import Telemetry
+    from toolsearch.upstream import Upstream
+
+    os.environ.update(DUMMY_ENV)
+    server = Dynalite().start()
+    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = server.endpoint_url
+    try:
+
+        def environments(table: str, transport: DemoUpstream, clock: Clock) -> list[CatalogStore]:
+            config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, dynamodb_table=table)
+            stores = []
+            for _ in range(3):
+                tier = catalog_tier(config, Telemetry())
+                tier._clock = clock  # the table's expiry follows the same moved clock
+                upstream = Upstream(DEMO_URL, config, http=httpx.AsyncClient(transport=transport))
+                stores.append(
+                    CatalogStore(config, upstream.list_tools, make_indexer(None), shared=tier, clock=clock)
+                )
+            return stores
+
+        async def settle(stores: list[CatalogStore]) -> None:
+            for _ in range(2000):
+                if not any(store._loading for store in stores):
+                    return
+                await asyncio.sleep(0.01)
+
+        transport, clock = DemoUpstream(), Clock()
+        stores = environments(server.create_table(), transport, clock)
+        for store in stores:
+            await store.get(caller("alice"))
+        first = transport.lists
+        per_refresh = []
+        for _ in range(refreshes):
+            clock.now += 601
+            before = transport.lists
+            transport.gate = asyncio.Event()
+            await asyncio.gather(*(store.get(caller("alice")) for store in stores))
+            await asyncio.sleep(0.5)  # every environment has tried to refresh by now
+            transport.gate.set()
+            await settle(stores)
+            await asyncio.gather(*(store.get(caller("alice")) for store in stores))
+            await settle(stores)
+            per_refresh.append(transport.lists - before)
+
+        cold_transport = DemoUpstream()
+        cold_transport.gate = asyncio.Event()
+        cold = environments(server.create_table(), cold_transport, Clock())
+        loads = [asyncio.create_task(store.get(caller("alice"))) for store in cold]
+        await asyncio.sleep(0.5)
+        cold_transport.gate.set()
+        await asyncio.wait_for(asyncio.gather(*loads), 60)
+    finally:
+        server.stop()
+    figures = {"first_load": first, "per_refresh": per_refresh, "three_cold": cold_transport.lists}
+    print(
+        f"3 environments, one table: first load {first} listing(s); listings per refresh {per_refresh};"
+        f" 3 cold environments at once: {cold_transport.lists} listing(s)"
+    )
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="size,deadline,refresh")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiplies every duration of `deadline`")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    add_tests_to_path()
+    parts = set(args.only.split(","))
+    method = method_line(scale=args.scale, parts=sorted(parts))
+    figures: dict[str, Any] = {}
+    with contextlib.suppress(KeyboardInterrupt):
+        if "size" in parts:
+            figures["size"] = measure_sizes()
+        if "deadline" in parts:
+            figures["deadline"] = measure_deadlines(args.scale)
+        if "refresh" in parts:
+            figures["refresh"] = measure_refreshes()
+    write_json(args.json, method, figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""How many bytes an answer takes where its size is limited, and the limit.
+
+A local server sends the JSON body as it is: its size is its UTF-8 bytes. On
+Lambda the body is not what is counted: the handler returns it as a string
+inside the response object, and the runtime serialises that object as JSON
+again, so every quote and backslash in the body takes two bytes (a quote inside
+a string of the result: four), and the invocation response may hold at most
+6 MB (6,291,456 bytes) of that. A body of 4,554,043 bytes can become a response
+of 6,738,222, which Lambda refuses and the caller sees as a bare 502.
+
+The runtime of Python 3.12 and later (awslambdaric) writes non-ASCII characters
+as they are (UTF-8); older ones wrote `\\uXXXX`. `ResponseSize.lambda_runtime`
+counts what the runtime in use writes, exactly, without encoding twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
+# Room for what surrounds the body in the response object: status, headers, flags.
+LAMBDA_ENVELOPE_BYTES = 8_192
+# Runtimes whose serialiser keeps non-ASCII characters as UTF-8 (ensure_ascii=False).
+_UTF8_RUNTIMES = ("python3.12", "python3.13", "python3.14", "python3.15")
+
+
+def body_text(value: Any) -> str:
+    """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class JsonAnswer(JSONResponse):
+    """A JSON response that can always be written: the text of `body_text`, as UTF-8.
+
+    A string from the upstream may hold a lone surrogate (`"\\ud800"` is valid JSON but not
+    Unicode), which UTF-8 cannot carry; it becomes U+FFFD, so the rest of the answer still gets
+    through instead of a 500. (Same byte count: the size measures stay exact.)
+    """
+
+    def render(self, content: Any) -> bytes:
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
+
+@dataclass(frozen=True)
+class ResponseSize:
+    """Counts the bytes a value takes in the answer; `limit` is the most one answer may take."""
+
+    limit: int | None = None  # None: nothing limits a whole answer (a local server)
+    serialised_again: bool = False  # the body travels as a JSON string inside another JSON object
+    ascii_only: bool = False  # ...whose serialiser writes every non-ASCII character as \uXXXX
+
+    @classmethod
+    def local(cls) -> ResponseSize:
+        return cls()
+
+    @classmethod
+    def lambda_runtime(cls, execution_env: str | None = None) -> ResponseSize:
+        """What the Lambda runtime named by AWS_EXECUTION_ENV counts, and its response limit."""
+        env = os.environ.get("AWS_EXECUTION_ENV", "") if execution_env is None else execution_env
+        utf8 = any(env == f"AWS_Lambda_{runtime}" for runtime in _UTF8_RUNTIMES)
+        return cls(
+            limit=LAMBDA_RESPONSE_BYTES - LAMBDA_ENVELOPE_BYTES, serialised_again=True, ascii_only=not utf8
+        )
+
+    def of(self, value: Any) -> int:
+        """Bytes `value` adds to the answer when written into the body."""
+        text = body_text(value)
+        if not self.serialised_again:
+            return len(text.encode("utf-8", "surrogatepass"))
+        # The body has no raw control characters (JSON escaped them); quotes and backslashes get one more.
+        escaped = text.count('"') + text.count("\\")
+        if not self.ascii_only:
+            return len(text.encode("utf-8", "surrogatepass")) + escaped
+        # Every character outside space..~ becomes \uXXXX (6 bytes), or a surrogate pair of them (12).
+        outside = len(text) - len(text.encode("ascii", "ignore")) + text.count("\x7f")
+        astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
+        return len(text) + escaped + 5 * outside + 6 * astral

@@ -1,0 +1,82 @@
+"""The bytes a response takes where they are counted, checked against the Lambda runtime's own serialiser.
+
+awslambdaric (the runtime interface client of the Python managed runtimes) is a test
+dependency for this: its `to_json` is what turns the handler's return value into the
+invocation response that Lambda limits to 6 MB.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from starlette.responses import JSONResponse
+
+from toolsearch.response_size import JsonAnswer, ResponseSize, body_text
+
+RUNTIMES = ["AWS_Lambda_python3.13", "AWS_Lambda_python3.11", ""]
+
+text = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def runtime_bytes(value: Any, monkeypatch: pytest.MonkeyPatch, execution_env: str) -> int:
+    """Bytes `value` adds to a response object once the runtime serialises it, body and all."""
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    monkeypatch.setenv("AWS_EXECUTION_ENV", execution_env)
+    body = JSONResponse(value).body.decode()
+    envelope = {"statusCode": 200, "body": body, "isBase64Encoded": False}
+    empty = {**envelope, "body": ""}
+    return len(to_json(envelope).encode()) - len(to_json(empty).encode())
+
+
+SAMPLES = [
+    {"content": [{"type": "text", "text": 'say "hi" \\ C:\\path\\ "quoted"'}]},
+    {"content": [{"type": "text", "text": "é ü ß 日本語 😀 \u2028 \x7f \x00 \n \t"}]},
+    {"content": [{"type": "image", "data": "iVBORw0KGgoAAAANSUhEUgAA+/=", "mimeType": "image/png"}]},
+    {"structuredContent": {"nested": {"q": '"' * 50, "b": "\\" * 50}}, "isError": False},
+]
+
+
+@pytest.mark.parametrize("execution_env", RUNTIMES)
+@pytest.mark.parametrize("value", SAMPLES)
+def test_counts_exactly_what_the_runtime_writes(monkeypatch, execution_env, value):
+    assert ResponseSize.lambda_runtime(execution_env).of(value) == runtime_bytes(
+        value, monkeypatch, execution_env
+    )
+
+
+@pytest.mark.parametrize("execution_env", RUNTIMES)
+@settings(max_examples=150, deadline=None)
+@given(value=json_values)
+def test_counts_exactly_what_the_runtime_writes_for_any_json(execution_env, value):
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        expected = runtime_bytes(value, monkeypatch, execution_env)
+    assert ResponseSize.lambda_runtime(execution_env).of(value) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=json_values)
+def test_the_body_is_what_the_endpoint_sends_and_local_size_is_its_bytes(value):
+    assert body_text(value).encode() == JSONResponse(value).body == JsonAnswer(value).body
+    assert ResponseSize.local().of(value) == len(JSONResponse(value).body)
+
+
+def test_the_lambda_limit_leaves_room_for_the_response_object_around_the_body():
+    size = ResponseSize.lambda_runtime("AWS_Lambda_python3.13")
+    assert size.limit is not None and 6_200_000 < size.limit < 6_291_456
+    assert ResponseSize.local().limit is None
+
+
+def test_a_lone_surrogate_is_written_as_a_replacement_of_the_same_size():
+    value = {"text": "a\ud800b"}
+    assert json.loads(JsonAnswer(value).body) == {"text": "a\ufffdb"}
+    assert ResponseSize.local().of(value) == len(JsonAnswer(value).body)
