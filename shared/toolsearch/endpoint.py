@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
-from . import __version__
 from . import protocol as P
 from .catalogs import Caller
 from .credentials import MalformedAuthorization
@@ -44,7 +43,7 @@ logger = logging.getLogger(__name__)
 # The most a progress stream's events can take before its response, serialised on Lambda: every
 # character of a message or token at most 4 bytes there (a quote: \" in the event, \\\" once more).
 PROGRESS_EVENTS_BYTES = MAX_RELAYED * (4 * (MAX_MESSAGE_CHARS + MAX_TOKEN_CHARS) + 300)
-SERVER_INFO = {"name": "mcp-toolsearch-proxy", "version": __version__}
+SERVER_INFO = P.IMPLEMENTATION
 LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call"}
 MODERN_METHODS = {"server/discover", "tools/list", "tools/call"}
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}

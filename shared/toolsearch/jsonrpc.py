@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,14 +16,9 @@ class Envelope:
     is_notification: bool
 
 
-def _not_json(constant: str) -> Any:
-    # Python reads NaN and Infinity, which JSON lacks; passed on, they could not be answered (500).
-    raise ValueError(f"{constant} is not JSON")
-
-
 def parse(body: bytes) -> Any:
     try:
-        return json.loads(body, parse_constant=_not_json)
+        return P.loads_json(body)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError among them
         raise P.RpcError(P.PARSE_ERROR, "Parse error: the body is not JSON", http_status=400) from exc
 

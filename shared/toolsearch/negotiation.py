@@ -15,9 +15,9 @@ from typing import Any
 
 from starlette.requests import Request
 
+from . import param_headers
 from . import protocol as P
 from .jsonrpc import Envelope
-from .upstream import headers as mcp_headers
 
 
 def negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
@@ -75,12 +75,12 @@ def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, An
 def check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapping[str, str]) -> None:
     """Each `Mcp-Param-*` header the tool declares must carry, decoded, the body's value."""
     try:
-        params = mcp_headers.header_params(schema)
-    except mcp_headers.InvalidHeaderAnnotation:
+        params = param_headers.header_params(schema)
+    except param_headers.InvalidHeaderAnnotation:
         return  # such a tool is never listed; the upstream call reports it
     for param in params:
-        field = mcp_headers.PARAM_PREFIX + param.header
-        mirrored = mcp_headers.mirror((param,), arguments).get(field)
+        field = param_headers.PARAM_PREFIX + param.header
+        mirrored = param_headers.mirror((param,), arguments).get(field)
         expected = P.decode_header_value(mirrored) if mirrored is not None else None
         raw = headers.get(field)
         if raw is None:

@@ -1,17 +1,28 @@
-"""MCP wire constants and JSON-RPC helpers, free of any transport.
+"""The MCP wire, for both sides of the proxy: versions, `_meta` keys, error codes, JSON, header values.
 
-Two eras share one endpoint: modern requests (2026-07-28) carry their version
-in `_meta` and headers on every request; legacy ones open with `initialize`.
+The endpoint (the proxy as a server) and `upstream/` (the proxy as a client)
+both read this module and nothing of each other, the way the SDK keeps its
+types apart from its client and server. Two eras share the wire: modern
+requests (2026-07-28) carry their version in `_meta` and headers on every
+request; legacy ones open with `initialize`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
-MODERN_VERSIONS = ("2026-07-28",)
+from . import __version__
+
+# Who the proxy is, as a server to its callers and as a client to its upstream.
+IMPLEMENTATION = {"name": "mcp-toolsearch-proxy", "version": __version__}
+
+MODERN_VERSION = "2026-07-28"
+MODERN_VERSIONS = (MODERN_VERSION,)
+# Handshake versions, newest first: the first is the one the proxy asks an upstream for.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
 # A request with no MCP-Protocol-Version header comes from a client older than the header.
@@ -30,6 +41,9 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+# Errors a modern server answers about the request itself rather than the method.
+MODERN_ERRORS = frozenset({HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION})
 
 # Optional whitespace around a header field value, which is not part of it (RFC 9110 §5.5).
 HEADER_OWS = " \t"
@@ -70,6 +84,18 @@ def is_valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int | float) and not isinstance(value, bool))
 
 
+def encode_header_value(value: str) -> str:
+    """The value itself when it is a plain, safe header value, else the Base64 sentinel form."""
+    plain = (
+        all(c == "\t" or " " <= c <= "~" for c in value)
+        and value == value.strip(HEADER_OWS)
+        and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
+    )
+    if plain:
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode()).decode("ascii") + _SENTINEL_SUFFIX
+
+
 def decode_header_value(value: str) -> str | None:
     """A header value as its sender meant it: Base64-sentinel values decoded; None if malformed.
 
@@ -95,6 +121,16 @@ def unsupported_version(requested: Any) -> RpcError:
         {"supported": list(SUPPORTED_VERSIONS), "requested": requested},
         http_status=400,
     )
+
+
+def _not_json(constant: str) -> Any:
+    # Python reads NaN and Infinity, which JSON lacks: passed on, they could not be written back.
+    raise ValueError(f"{constant} is not JSON")
+
+
+def loads_json(raw: bytes | str) -> Any:
+    """JSON as the wire allows it: NaN and Infinity refused. Raises ValueError or RecursionError."""
+    return json.loads(raw, parse_constant=_not_json)
 
 
 def text_content(text: str) -> dict[str, Any]:

@@ -30,18 +30,24 @@ from typing import Any
 
 import httpx
 
-from toolsearch import __version__
 from toolsearch import deadline as request_deadline
+from toolsearch import param_headers
 from toolsearch.nesting import too_deep
 from toolsearch.progress import ProgressRelay, ProgressSink
+from toolsearch.protocol import (
+    IMPLEMENTATION,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    MODERN_VERSION,
+    encode_header_value,
+)
 from toolsearch.settings import Settings
 
-from . import headers as mcp_headers
 from .era import (
     LEGACY,
-    LEGACY_VERSIONS,
     MODERN,
-    MODERN_VERSION,
     EraMemory,
     answers,
     read_discovery,
@@ -54,9 +60,6 @@ from .wire import ACCEPT, Reply, exchange, retry_after
 
 log = logging.getLogger("toolsearch.upstream")
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 RETRY_AFTER_CAP = 10.0  # seconds: a listing is waited for by a caller
 BACKOFF_BASE, BACKOFF_CAP = 0.25, 4.0
@@ -107,7 +110,7 @@ class Upstream:
         self._transport = httpx.AsyncHTTPTransport() if http is None else None
         self._http = http or httpx.AsyncClient(transport=self._transport, follow_redirects=False)
         self._http.cookies.jar.set_policy(_NoCookies())
-        self._client_info = client_info or {"name": "mcp-toolsearch-proxy", "version": __version__}
+        self._client_info = client_info or IMPLEMENTATION
         self._timeout = httpx.Timeout(settings.upstream_timeout, connect=settings.upstream_connect_timeout)
         # Bytes one answer may take: the largest result passed on, plus room for the envelope and a note.
         self._limit = settings.max_result_bytes + max(settings.max_result_bytes // 4, 64 * 1024)
@@ -183,10 +186,10 @@ class Upstream:
         relay = ProgressRelay(progress) if progress is not None else None
         try:
             try:
-                params = mcp_headers.header_params(tool.get("inputSchema"))
-            except mcp_headers.InvalidHeaderAnnotation as exc:
+                params = param_headers.header_params(tool.get("inputSchema"))
+            except param_headers.InvalidHeaderAnnotation as exc:
                 raise UpstreamError("bad_response", f"the tool's definition is invalid: {exc}") from None
-            extra = {"Mcp-Name": mcp_headers.encode_value(name), **mcp_headers.mirror(params, arguments)}
+            extra = {"Mcp-Name": encode_header_value(name), **param_headers.mirror(params, arguments)}
             # upstream_timeout, or less when the request must be answered sooner (Lambda, API Gateway).
             deadline = request_deadline.within(self._settings.upstream_timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
@@ -497,7 +500,11 @@ class Upstream:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
 
     def _meta(self) -> dict[str, Any]:
-        return {META_VERSION: MODERN_VERSION, META_CLIENT_INFO: self._client_info, META_CAPABILITIES: {}}
+        return {
+            META_PROTOCOL_VERSION: MODERN_VERSION,
+            META_CLIENT_INFO: self._client_info,
+            META_CLIENT_CAPABILITIES: {},
+        }
 
     def _headers(
         self, authorization: str | None, version: str | None, method: str | None, extra: dict[str, str]
@@ -619,7 +626,7 @@ def _invalid(tool: Any, name: Any, seen: set[str]) -> str | None:
     if (reason := too_deep(tool)) is not None:  # before any recursive walk of it
         return reason
     try:
-        mcp_headers.header_params(schema)
-    except mcp_headers.InvalidHeaderAnnotation as exc:
+        param_headers.header_params(schema)
+    except param_headers.InvalidHeaderAnnotation as exc:
         return str(exc)
     return None

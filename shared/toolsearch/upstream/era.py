@@ -15,16 +15,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
+from toolsearch.protocol import LEGACY_VERSIONS, MODERN_ERRORS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION
+
 from .wire import Reply
 
 log = logging.getLogger("toolsearch.upstream")
 
 MODERN, LEGACY = "modern", "legacy"
-MODERN_VERSION = "2026-07-28"
-LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")  # first is the one we ask for
 
-HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
-MODERN_ERRORS = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})
 
 # What an answer to server/discover says: the upstream is modern; try the initialize handshake
 # (the spec's fallback); or nothing about the upstream (the caller's own failure: 401, 5xx, ...).
@@ -83,7 +81,7 @@ def read_discovery(reply: Reply, request_id: int) -> Verdict:
     error = rpc_error(message)
     if error is not None:
         code = error["code"]
-        if code == UNSUPPORTED_VERSION:
+        if code == UNSUPPORTED_PROTOCOL_VERSION:
             data = error.get("data")
             supported = data.get("supported") if isinstance(data, dict) else None
             supported = supported if isinstance(supported, list) else []

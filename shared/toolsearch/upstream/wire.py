@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from ..progress import ProgressRelay
+from ..protocol import loads_json
 from .errors import UpstreamError
 from .sse import EventTooLarge, SSEParser
 
@@ -170,14 +171,9 @@ def _check_headers(headers: dict[str, str]) -> None:
         raise UpstreamError("bad_request", f"the {name} header cannot be sent: {why}; nothing was sent")
 
 
-def _not_json(constant: str) -> Any:
-    # NaN and Infinity are not JSON; a result holding them could not be passed on.
-    raise ValueError(f"{constant} is not JSON")
-
-
 def _json_object(raw: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(raw, parse_constant=_not_json)
+        value = loads_json(raw)
     except (ValueError, RecursionError):
         return None
     if not isinstance(value, dict):

@@ -1,4 +1,4 @@
-"""Request-metadata headers of MCP 2026-07-28: header-safe values and `x-mcp-header` mirroring.
+"""The `x-mcp-header` marks of MCP 2026-07-28: which arguments a tool mirrors into headers.
 
 A tool may mark parameters of its input schema with `x-mcp-header: Name`; a
 client then copies those argument values into `Mcp-Param-Name` headers so
@@ -8,17 +8,17 @@ the spec's rules must be left out of the listing (`header_params` raises).
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .protocol import encode_header_value
+
 X_MCP_HEADER = "x-mcp-header"
 PARAM_PREFIX = "Mcp-Param-"
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 tchar
-_SENTINEL_PREFIX, _SENTINEL_SUFFIX = "=?base64?", "?="
 _HEADER_TYPES = ("string", "integer", "boolean")
 
 # JSON Schema keywords whose values are subschemas (single, map of, or list of).
@@ -53,18 +53,6 @@ class HeaderParam:
     type: str  # string | integer | boolean
 
 
-def encode_value(value: str) -> str:
-    """The value itself when it is a plain, safe header value, else the Base64 sentinel form."""
-    plain = (
-        all(c == "\t" or " " <= c <= "~" for c in value)
-        and value == value.strip(" \t")
-        and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
-    )
-    if plain:
-        return value
-    return _SENTINEL_PREFIX + base64.b64encode(value.encode()).decode("ascii") + _SENTINEL_SUFFIX
-
-
 def header_params(input_schema: Any) -> tuple[HeaderParam, ...]:
     """The parameters a tool mirrors into headers; raises InvalidHeaderAnnotation for a bad one."""
     found: list[HeaderParam] = []
@@ -88,7 +76,7 @@ def mirror(params: tuple[HeaderParam, ...], arguments: Mapping[str, Any]) -> dic
             value = value.get(key) if isinstance(value, Mapping) else None
         text = _as_text(value, param.type)
         if text is not None:
-            headers[PARAM_PREFIX + param.header] = encode_value(text)
+            headers[PARAM_PREFIX + param.header] = encode_header_value(text)
     return headers
 
 
