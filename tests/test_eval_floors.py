@@ -88,3 +88,28 @@ def test_cosine_search_ranks_tools_by_cosine_alone():
     hits = index.search(["anything", "else"], 2)
     assert [[hit.position for hit in row] for row in hits] == [[2, 1], [2, 1]]
     assert hits[0][0].score == pytest.approx(1.0)
+
+
+def test_eval_prints_models_side_by_side_and_recall_per_domain(tmp_path, capsys):
+    from model_helpers import make_model
+
+    from toolsearch.cli import main
+
+    new, old = make_model(tmp_path / "new", seed=1), make_model(tmp_path / "old", seed=2)
+    assert main(["eval", "--model-dir", str(new), "--compare", str(old), "--by-domain"]) == 0
+    printed = capsys.readouterr().out
+    table = printed.split("R@5 and MRR per model")[1].split("hybrid recall@5 per domain")[0]
+    rows = [line.split() for line in table.splitlines()[2:] if line.strip()]
+    expected = {
+        (search, asked, lang)
+        for search in ("lexical", "embedding", "hybrid")
+        for asked in evaluation.PHRASINGS
+        for lang in evaluation.LANGUAGES
+    }
+    assert {tuple(row[:3]) for row in rows} == expected
+    assert all(len(row) == 3 + 4 for row in rows)  # R@5 and MRR for each of the two models
+    lexical = [row for row in rows if row[0] == "lexical"]
+    assert all(row[3:5] == row[5:7] for row in lexical)  # words alone do not depend on the model
+    domains = printed.split("hybrid recall@5 per domain")[1].splitlines()[2:]
+    names = {q.id.rsplit("-", 1)[0] for q in evaluation.load_questions()}
+    assert {line.split()[0] for line in domains if line.strip()} == names

@@ -162,6 +162,7 @@ def run(config: BuildConfig) -> dict[str, Any]:
     training_path = training_set(
         config, tool_definitions(config), translation_pairs(config), paraphrase_pairs(config)
     )
+    shutil.copyfile(training_path, config.cache_dir / "training-set.json")  # `toolsearch fine-tune --data`
     training = TrainingSet.read(training_path)
     report: dict[str, Any] = {}
 
