@@ -248,9 +248,9 @@ def test_the_whole_pipeline_builds_a_model_that_finds_the_tools(fixture_config: 
 def test_a_rerun_reuses_every_step_and_a_changed_input_rebuilds_its_steps(fixture_config: BuildConfig):
     build.run(fixture_config)
     steps = sorted(p.name for p in fixture_config.cache_dir.iterdir() if p.is_dir())
-    stamps = {p.name: p.stat().st_mtime_ns for p in fixture_config.cache_dir.iterdir()}
+    stamps = {p.name: p.stat().st_mtime_ns for p in fixture_config.cache_dir.iterdir() if p.is_dir()}
     build.run(fixture_config)
-    assert {p.name: p.stat().st_mtime_ns for p in fixture_config.cache_dir.iterdir()} == stamps
+    assert {p.name: p.stat().st_mtime_ns for p in fixture_config.cache_dir.iterdir() if p.is_dir()} == stamps
 
     extra = fixture_config.requests_dir / "more.txt"
     extra.write_text("== file:chat-server\nsend_message | drop a line\n")

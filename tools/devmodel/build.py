@@ -20,6 +20,7 @@ from toolsearch.model.finetune import TrainingSet, fine_tune
 from toolsearch.search.embedding import embedding_text
 
 from . import gettext_pairs, sources, wordnet_pairs
+from . import requests as requests_module
 from .config import BASE_COMMIT, BASE_PATH, ROOT, BuildConfig
 from .requests import read_requests
 from .steps import LOG, cached_step, check_digest, sha256_file
@@ -60,7 +61,7 @@ def tool_definitions(config: BuildConfig) -> Path:
             servers[source.name] = {"package": source.spec, "licence": source.licence, "tools": tools}
         (folder / "tools.json").write_text(json.dumps(servers, ensure_ascii=False, indent=1) + "\n")
 
-    key = {"sources": [asdict(s) | {"spec": Path(s.spec).name} for s in lock]}
+    key = {"sources": [asdict(s) | {"spec": Path(s.spec).name} for s in lock], "code": _code(sources)}
     return cached_step(config.cache_dir, "tools", key, build, force=config.force) / "tools.json"
 
 
@@ -76,7 +77,10 @@ def translation_pairs(config: BuildConfig) -> Path:
                     shutil.rmtree(folder / sub, ignore_errors=True)
         (folder / "pairs.json").write_text(json.dumps(pairs, ensure_ascii=False) + "\n")
 
-    key = {"lock": sha256_file(config.gettext_lock) if config.gettext_lock else None}
+    key = {
+        "lock": sha256_file(config.gettext_lock) if config.gettext_lock else None,
+        "code": _code(gettext_pairs),
+    }
     return cached_step(config.cache_dir, "gettext", key, build, force=config.force) / "pairs.json"
 
 
@@ -90,7 +94,10 @@ def paraphrase_pairs(config: BuildConfig) -> Path:
             shutil.rmtree(folder / "debs", ignore_errors=True)
         (folder / "lexicon.json").write_text(json.dumps(pairs, ensure_ascii=False) + "\n")
 
-    key = {"lock": sha256_file(config.wordnet_lock) if config.wordnet_lock else None}
+    key = {
+        "lock": sha256_file(config.wordnet_lock) if config.wordnet_lock else None,
+        "code": _code(wordnet_pairs),
+    }
     return cached_step(config.cache_dir, "wordnet", key, build, force=config.force) / "lexicon.json"
 
 
@@ -146,8 +153,14 @@ def training_set(config: BuildConfig, tools_path: Path, pairs_path: Path, lexico
         "pairs": sha256_file(pairs_path),
         "lexicon": sha256_file(lexicon_path),
         "requests": requests,
+        "code": _code(requests_module),
     }
     return cached_step(config.cache_dir, "training-set", key, build, force=config.force) / "training-set.json"
+
+
+def _code(module) -> str:
+    """A step's key includes the code that does it: a changed reader builds again."""
+    return sha256_file(Path(module.__file__))
 
 
 def _language(kind: str) -> str:

@@ -130,11 +130,8 @@ class Rows:
     def encode(self, texts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Unit vectors of texts given as row indices; also their raw norms (for the gradient)."""
         lengths = np.array([len(t) for t in texts])
-        flat = np.concatenate(texts)
-        owner = np.repeat(np.arange(len(texts)), lengths)
-        raw = np.zeros((len(texts), self.vectors.shape[1]), np.float32)
-        np.add.at(raw, owner, self.vectors[flat])
-        raw /= lengths[:, None]
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        raw = np.add.reduceat(self.vectors[np.concatenate(texts)], starts, axis=0) / lengths[:, None]
         norms = np.maximum(np.linalg.norm(raw, axis=1), 1e-8)
         return raw / norms[:, None], norms, lengths
 
@@ -150,7 +147,11 @@ def backprop(
     """Add d loss / d rows into `grad`, given d loss / d unit vectors of the texts."""
     g_raw = (g_units - (g_units * units).sum(1, keepdims=True) * units) / norms[:, None]
     g_token = np.repeat(g_raw / lengths[:, None], lengths, axis=0)
-    np.add.at(grad, np.concatenate(texts), g_token)
+    # Summed per row by sorting (much faster than np.add.at's unbuffered scatter).
+    flat = np.concatenate(texts)
+    order = np.argsort(flat, kind="stable")
+    rows, first = np.unique(flat[order], return_index=True)
+    grad[rows] += np.add.reduceat(g_token[order], first, axis=0)
 
 
 def info_nce(
