@@ -1,8 +1,8 @@
 """Ranking is held to the evaluation set's figures: a change that lowers them fails here.
 
-Floors are the figures measured with `toolsearch eval` (bundled development model) less about one
-question's worth (1/252 = 0.4 points), so a change that loses even two questions fails. Raise them
-when ranking improves.
+Floors are the figures measured with `toolsearch eval` (bundled development model, default
+`lexical_weight`) less about one question's worth (1/252 = 0.4 points), so a change that loses even
+two questions fails. Raise them when ranking improves. "embedding" is the model alone (cosine).
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ FLOORS = {
     ("lexical", "user", "lt"): (0.044, 0.151, 0.183, 0.089),
     ("lexical", "model", "en"): (0.845, 0.952, 0.976, 0.896),
     ("lexical", "model", "lt"): (0.845, 0.968, 0.992, 0.900),
-    ("hybrid", "user", "en"): (0.242, 0.448, 0.552, 0.329),
-    ("hybrid", "user", "lt"): (0.087, 0.258, 0.381, 0.165),
-    ("hybrid", "model", "en"): (0.877, 0.968, 0.984, 0.920),
-    ("hybrid", "model", "lt"): (0.897, 0.980, 0.988, 0.934),
+    ("embedding", "user", "en"): (0.246, 0.444, 0.519, 0.330),
+    ("embedding", "user", "lt"): (0.087, 0.333, 0.404, 0.182),
+    ("embedding", "model", "en"): (0.793, 0.944, 0.964, 0.863),
+    ("embedding", "model", "lt"): (0.813, 0.952, 0.988, 0.873),
+    ("hybrid", "user", "en"): (0.261, 0.503, 0.615, 0.368),
+    ("hybrid", "user", "lt"): (0.111, 0.365, 0.464, 0.206),
+    ("hybrid", "model", "en"): (0.873, 0.968, 0.980, 0.917),
+    ("hybrid", "model", "lt"): (0.873, 0.980, 0.988, 0.918),
 }
 
 
