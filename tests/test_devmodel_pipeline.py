@@ -274,3 +274,29 @@ def test_a_base_model_that_does_not_match_its_digest_stops_the_build(fixture_con
     config = replace(fixture_config, base_files={**fixture_config.base_files, "tokenizer.json": "0" * 64})
     with pytest.raises(SystemExit, match="is not the pinned"):
         build.run(config)
+
+
+def test_held_out_servers_are_searched_as_the_proxy_searches(fixture_config: BuildConfig, capsys):
+    from tools.devmodel import heldout
+
+    build.run(fixture_config)
+    heldout.main(
+        [
+            str(fixture_config.out_dir),
+            "--cache-dir",
+            str(fixture_config.cache_dir),
+            "--held-out-fraction",
+            "1.0",  # every server
+            "--requests-dir",
+            str(fixture_config.requests_dir),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert "held-out servers: 27 requests; catalog: 9 tools" in printed
+    rows = {
+        tuple(line.split()[:4])
+        for line in printed.splitlines()
+        if line.startswith(("lexical", "embedding", "hybrid"))
+    }
+    searches = {row[0] if row[0] != "hybrid" else f"hybrid {row[1]}" for row in rows}
+    assert searches == {"lexical", "embedding"} | {f"hybrid w={w:.1f}" for w in heldout.WEIGHTS}

@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("model_dir", type=Path)
     parser.add_argument("--cache-dir", type=Path, default=BuildConfig().cache_dir)
     parser.add_argument("--held-out-fraction", type=float, default=0.15)
+    parser.add_argument("--requests-dir", type=Path, default=BuildConfig().requests_dir)
     args = parser.parse_args(argv)
 
     training = TrainingSet.read(newest(args.cache_dir, "training-set-*/training-set.json"))
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
                 definitions[-1]["description"] = tool["description"]
                 names[key] = tool["name"]
     catalog = Catalog.from_definitions(definitions)
-    terse = {r.text for r in read_requests(BuildConfig().requests_dir) if r.kind == "terse"}
+    terse = {r.text for r in read_requests(args.requests_dir) if r.kind == "terse"}
     questions = held_out_questions(training, args.held_out_fraction, names, terse)
     embedder = load_embedder(args.model_dir)
     fusions = {f"hybrid w={w:.1f}": Fusion(lexical_weight=w) for w in WEIGHTS}
