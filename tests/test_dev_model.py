@@ -1,6 +1,7 @@
 """The committed development model (shared/toolsearch/data/model) loads offline with model2vec.
 
-It is built by layers/model/build_dev_model.py; these tests need only the committed files.
+It is built by tools/devmodel (from the base layers/model builds); these tests need only the committed
+files.
 """
 
 from __future__ import annotations

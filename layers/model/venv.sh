@@ -9,7 +9,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 venv="$root/.cache/devmodel-venv"
-python="${DEVMODEL_PYTHON:-/root/.pyenv/versions/3.11.7/bin/python3.11}"
+python="${DEVMODEL_PYTHON:-$(command -v python3.11 || true)}"
+if [[ -z "$python" ]]; then
+    echo "venv.sh: the teacher steps need Python 3.11 (set DEVMODEL_PYTHON to it)" >&2
+    exit 1
+fi
 requirements="$here/requirements-build.txt"
 stamp="$venv/.requirements.sha256"
 
@@ -23,5 +27,5 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]]; then
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-export PYTHONPATH="$root/shared${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$root/shared:$root${PYTHONPATH:+:$PYTHONPATH}"
 exec "$venv/bin/python" "$@"

@@ -1,8 +1,9 @@
-"""The `toolsearch` command: serve, catalog, docs, eval, fetch-model."""
+"""The `toolsearch` command: serve, catalog, docs, eval, fetch-model, fine-tune."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from . import settings as settings_module
 from .review_cli import add_catalog_arguments, run_catalog
 
 DOCS_PATH = Path("docs/configuration.md")
+DEFAULT_TRAINING_SET = Path(".cache/devmodel-tool/training-set.json")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -73,8 +75,45 @@ def _eval(args: argparse.Namespace) -> int:
     model = "no model" if embedder is None else f"model {config.model_dir or 'default'} ({embedder.dim} dims)"
     print(f"evaluation set, {model}")
     print(evaluation.render(figures, len(evaluation.evaluation_catalog())))
+    others = {folder: _load_other(folder) for folder in args.compare or []}
+    if others:
+        rows = {model: figures} | {
+            f"model {folder}": evaluation.evaluate(other, fusions) for folder, other in others.items()
+        }
+        print()
+        print(evaluation.render_comparison(rows))
+    if args.by_domain and embedder is not None:
+        print()
+        domains = {model: evaluation.recall_by_domain(embedder)}
+        domains |= {f"model {folder}": evaluation.recall_by_domain(other) for folder, other in others.items()}
+        print(evaluation.render_domains(domains))
     if args.json:
         Path(args.json).write_text(evaluation.to_json(figures) + "\n", encoding="utf-8")
+    return 0
+
+
+def _load_other(folder: str):
+    from .model.load import load_embedder
+
+    return load_embedder(folder)
+
+
+def _fine_tune(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
+    from .model.finetune import FineTuneConfig, TrainingSet, fine_tune
+    from .model.load import ModelLoadError
+
+    recipe = FineTuneConfig(**{f.name: getattr(args, f.name) for f in fields(FineTuneConfig)})
+    out = args.out or f"{str(args.base).rstrip('/')}-tools"
+    try:
+        training = TrainingSet.read(args.data)
+        report = fine_tune(args.base, out, training, recipe, log=lambda line: print(line, file=sys.stderr))
+    except ModelLoadError as exc:
+        print(f"toolsearch fine-tune: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(report, indent=1))
+    print(f"fine-tuned model in {out}", file=sys.stderr)
     return 0
 
 
@@ -97,6 +136,15 @@ def _fetch_model(args: argparse.Namespace) -> int:
         return 1
     print(f"model ready in {folder}", file=sys.stderr)
     return 0
+
+
+def _add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
+    from dataclasses import fields
+
+    from .model.finetune import FineTuneConfig
+
+    for f in fields(FineTuneConfig):
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,6 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--fusion", choices=("default", "all"), default="default", help="all: compare fusions"
     )
     evaluate.add_argument("--json", metavar="PATH", help="Also write the figures as JSON.")
+    evaluate.add_argument(
+        "--compare",
+        metavar="DIR",
+        action="append",
+        help="Also evaluate the model in DIR and print both side by side (repeatable).",
+    )
+    evaluate.add_argument(
+        "--by-domain", action="store_true", help="Also print hybrid recall@5 per domain (users' words)."
+    )
     settings_module.add_arguments(evaluate)
     evaluate.set_defaults(run=_eval)
 
@@ -153,6 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("--no-progress", action="store_true", help="No progress bar.")
     fetch.set_defaults(run=_fetch_model)
+
+    tune = commands.add_parser(
+        "fine-tune",
+        help="Train a model2vec model's vectors for tool retrieval (the development model's recipe).",
+    )
+    tune.add_argument("--base", required=True, help="The model folder to start from (e.g. ./model).")
+    tune.add_argument(
+        "--data",
+        default=str(DEFAULT_TRAINING_SET),
+        help="The training set tools/devmodel writes (default: %(default)s).",
+    )
+    tune.add_argument("--out", help="Where the fine-tuned model goes (default: BASE-tools).")
+    _add_recipe_arguments(tune)
+    tune.set_defaults(run=_fine_tune)
 
     docs = commands.add_parser("docs", help="Write docs/configuration.md from the settings' definitions.")
     docs.add_argument("--output", default=str(DOCS_PATH))

@@ -25,7 +25,7 @@ from typing import Any
 from toolsearch.catalog import Catalog
 from toolsearch.demo import demo_tools
 from toolsearch.search import Hit, SearchIndex
-from toolsearch.search.embedding import EmbeddingIndex, VectorCache
+from toolsearch.search.embedding import EmbeddingIndex, VectorCache, embedding_text
 from toolsearch.search.hybrid import Fusion
 from toolsearch.search.index import make_indexer
 
@@ -91,6 +91,11 @@ class CosineSearch:
         return [self.index.rank(row, limit) for row in scores]
 
 
+def domain_of(question: Question) -> str:
+    """The domain a question belongs to: its id is `domain-NN`, one file per domain."""
+    return question.id.rsplit("-", 1)[0]
+
+
 def measure(
     name: str,
     index: SearchIndex,
@@ -130,11 +135,7 @@ def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> 
     """Lexical figures, and hybrid ones for each fusion when an embedder is given."""
     catalog = evaluation_catalog()
     questions = load_questions()
-    indexes: dict[str, SearchIndex] = {"lexical": make_indexer(None)(catalog)}
-    if embedder is not None:
-        cache = VectorCache()
-        for label, fusion in (fusions or {"hybrid": Fusion()}).items():
-            indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion)(catalog)
+    indexes = build_indexes(catalog, embedder, fusions)
     figures = [
         measure(label, index, catalog, questions, language, phrasing)
         for phrasing in PHRASINGS
@@ -142,6 +143,72 @@ def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> 
         for label, index in indexes.items()
     ]
     return [f for f in figures if f.questions]
+
+
+def build_indexes(
+    catalog: Catalog, embedder: Any, fusions: dict[str, Fusion] | None
+) -> dict[str, SearchIndex]:
+    """BM25 alone; with an embedder, the embedding alone (cosine) and hybrid for each fusion."""
+    indexes: dict[str, SearchIndex] = {"lexical": make_indexer(None)(catalog)}
+    if embedder is not None:
+        tool_vectors = embedder.encode([embedding_text(tool) for tool in catalog.tools])
+        indexes["embedding"] = CosineSearch(tool_vectors, embedder.encode)
+        cache = VectorCache()
+        for label, fusion in (fusions or {"hybrid": Fusion()}).items():
+            indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion)(catalog)
+    return indexes
+
+
+def recall_by_domain(
+    embedder: Any, search: str = "hybrid", phrasing: str = "user", k: int = 5
+) -> dict[str, dict[str, float]]:
+    """Recall@k per domain and language for one search: where a change gains or loses."""
+    catalog = evaluation_catalog()
+    questions = load_questions()
+    index = build_indexes(catalog, embedder, None)[search]
+    out: dict[str, dict[str, float]] = {}
+    for domain in sorted({domain_of(q) for q in questions}):
+        mine = [q for q in questions if domain_of(q) == domain]
+        out[domain] = {
+            lang: getattr(measure(search, index, catalog, mine, lang, phrasing), f"recall_at_{k}")
+            for lang in LANGUAGES
+        }
+    return out
+
+
+def render_comparison(rows: dict[str, Sequence[Figures]]) -> str:
+    """Figures of several models side by side: one line per search, phrasing and language."""
+    labels = list(rows)
+    keyed = {
+        label: {(f.search, f.phrasing, f.language): f for f in figures} for label, figures in rows.items()
+    }
+    keys = list(dict.fromkeys(key for label in labels for key in keyed[label]))
+    lines = [
+        "R@5 and MRR per model: " + "; ".join(f"[{i + 1}] {label}" for i, label in enumerate(labels)),
+        f"{'search':<16} {'asked':<6} {'lang':<4} "
+        + " ".join(f"{f'R@5 [{i + 1}]':>9} {f'MRR [{i + 1}]':>9}" for i in range(len(labels))),
+    ]
+    for key in keys:
+        cells = []
+        for label in labels:
+            f = keyed[label].get(key)
+            cells.append(f"{f.recall_at_5:>9.1%} {f.mrr:>9.3f}" if f else f"{'-':>9} {'-':>9}")
+        lines.append(f"{key[0]:<16} {key[1]:<6} {key[2]:<4} " + " ".join(cells))
+    return "\n".join(lines)
+
+
+def render_domains(rows: dict[str, dict[str, dict[str, float]]], k: int = 5) -> str:
+    """Recall@k per domain (hybrid, users' words) for each model, English and Lithuanian."""
+    labels = list(rows)
+    domains = list(dict.fromkeys(d for label in labels for d in rows[label]))
+    header = f"{'domain':<16} " + " ".join(
+        f"{f'en [{i + 1}]':>8} {f'lt [{i + 1}]':>8}" for i in range(len(labels))
+    )
+    lines = [f"hybrid recall@{k} per domain, users' own words", header]
+    for domain in domains:
+        cells = [f"{rows[label][domain]['en']:>8.1%} {rows[label][domain]['lt']:>8.1%}" for label in labels]
+        lines.append(f"{domain:<16} " + " ".join(cells))
+    return "\n".join(lines)
 
 
 def render(figures: Sequence[Figures], catalog_size: int) -> str:

@@ -180,9 +180,10 @@ class Settings:
         choices=("auto", "model2vec", "none"),
     )
     lexical_weight: float = _setting(
-        0.7,
-        "Share of BM25 in hybrid ranking (0 to 1; the embedding gets the rest). The default is measured "
-        "for the bundled development model; measure yours with `toolsearch eval --fusion all`.",
+        0.4,
+        "Share of BM25 in hybrid ranking (0 to 1; the embedding gets the rest). The default is chosen "
+        "for the bundled development model on its training set's held-out servers "
+        "(`python -m tools.devmodel.heldout`); measure yours with `toolsearch eval --fusion all`.",
         "Search",
         metavar="WEIGHT",
     )
