@@ -3,7 +3,7 @@
 # it supports 3.12 and 3.13), for the gateway suite (tests/test_gateway_contextforge.py). The
 # command is docs/gateways.md's; every dependency's version is pinned by
 # scripts/contextforge-constraints.txt so that CI installs what was tested. Idempotent: the stamp
-# holds what was installed, and a second run only compares it. 14 s and 240 MB with pip's cache warm
+# holds what was installed, and a second run only compares it. 18 s and 175 MB with pip's cache warm
 # (CI's machine keeps it between runs); longer the first time, as the wheels are downloaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
