@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the project needs into .venv (Python 3.13, as Lambda runs) and, with --test, the npm
-# peers the tests run and the template checkers (scripts/install-template-tools.sh: the SAM
-# transform and cfn-lint, in .cache/template-tools). Idempotent: a second run only checks.
+# peers the tests run, the template checkers (scripts/install-template-tools.sh: the SAM
+# transform and cfn-lint, in .cache/template-tools) and the ContextForge gateway the gateway suite
+# runs (scripts/install-contextforge.sh, in .cache/contextforge). Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,4 +40,5 @@ if [[ -n "$extras" ]]; then
     npm ci --prefix tests/node --no-audit --no-fund --loglevel=error
   fi
   scripts/install-template-tools.sh
+  scripts/install-contextforge.sh
 fi
