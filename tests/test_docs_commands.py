@@ -162,3 +162,14 @@ def test_a_renamed_flag_is_caught():
         ["catalog", "--url", "U"]
     ]
     assert toolsearch_argvs("claude mcp add --transport http toolsearch http://h/mcp") == []
+
+
+def test_the_readme_set_up_is_the_two_commands_ci_runs():
+    # The README's set-up is the promise to a new user: one command serves, one tests. CI runs the
+    # second (.ci/run), and the Makefile must still have both targets.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("\n## Set-up\n", 1)[1].split("\n## ", 1)[0]
+    assert "make serve" in setup and "make test" in setup
+    assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "\nserve:" in makefile and "\ntest:" in makefile
