@@ -181,7 +181,7 @@ async def _breakdown_layers(upstream_url: str, calls: int) -> dict[str, float]:
 
     from mcp_wire import legacy, modern
     from toolsearch.app import build_proxy
-    from toolsearch.catalogs import Caller, caller_key
+    from toolsearch.callers import Caller, caller_key
     from toolsearch.settings import Settings
 
     logging.disable(logging.INFO)

@@ -118,7 +118,7 @@ async def _measure(url: str, embedder: str, changes: dict[str, Any]) -> dict[str
     from toolsearch.settings import Settings
 
     settings = Settings(upstream=url, embedder=embedder, upstream_timeout=120).replace(**changes)
-    proxy = build_proxy(settings, embedder=load_configured_embedder(settings))
+    proxy = build_proxy(settings, embedder=load_configured_embedder(settings.embedder, settings.model_dir))
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=proxy.app),
         base_url="http://proxy",

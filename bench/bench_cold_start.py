@@ -56,10 +56,10 @@ def child(handler_path: str) -> None:
     real = embedder_module.load_configured_embedder
     model_s = []
 
-    def timed(settings):
+    def timed(*args, **kwargs):
         t = time.perf_counter()
         try:
-            return real(settings)
+            return real(*args, **kwargs)
         finally:
             model_s.append(time.perf_counter() - t)
 

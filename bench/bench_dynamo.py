@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fixtures.catalogs import tool_definitions
 from tests.fixtures.dynalite import DUMMY_ENV, Dynalite
-from toolsearch.cache.dynamo import DynamoCatalogStore
+from toolsearch.cache.dynamo import DynamoSharedTier
 from toolsearch.catalog import Catalog
 
 SIZES = (500, 1490, 5000)
@@ -39,7 +39,7 @@ def item_bytes(item: dict) -> int:
 
 async def measure(server: Dynalite, tools: int, codec: str, repeat: int) -> dict[str, float]:
     table = server.create_table()
-    store = DynamoCatalogStore(table, client=server.client(), ttl_seconds=3600, codec=codec)
+    store = DynamoSharedTier(table, client=server.client(), ttl_seconds=3600, codec=codec)
     data = Catalog.from_definitions(tool_definitions(tools), fetched_at=1.0).to_json()
     puts, gets = [], []
     for n in range(repeat):

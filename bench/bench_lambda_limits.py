@@ -202,10 +202,11 @@ def measure_refreshes() -> dict[str, Any]:
 
 async def _refreshes(refreshes: int = 3) -> dict[str, Any]:
     import httpx
-    from test_catalogs import Clock, DemoUpstream, caller
+    from test_catalog_store import Clock, DemoUpstream, caller
 
     from fixtures.dynalite import DUMMY_ENV, Dynalite
-    from toolsearch.catalogs import CatalogStore
+    from toolsearch.app import catalog_config, upstream_config
+    from toolsearch.catalog_store import CatalogStore
     from toolsearch.demo import DEMO_URL
     from toolsearch.lambda_support import catalog_tier
     from toolsearch.search.index import make_indexer
@@ -224,10 +225,12 @@ async def _refreshes(refreshes: int = 3) -> dict[str, Any]:
             for _ in range(3):
                 tier = catalog_tier(config, Telemetry())
                 tier._clock = clock  # the table's expiry follows the same moved clock
-                upstream = Upstream(DEMO_URL, config, http=httpx.AsyncClient(transport=transport))
-                stores.append(
-                    CatalogStore(config, upstream.list_tools, make_indexer(None), shared=tier, clock=clock)
+                http = httpx.AsyncClient(transport=transport)
+                upstream = Upstream(DEMO_URL, upstream_config(config), http=http)
+                store = CatalogStore(
+                    catalog_config(config), upstream, make_indexer(None), shared=tier, clock=clock
                 )
+                stores.append(store)
             return stores
 
         async def settle(stores: list[CatalogStore]) -> None:

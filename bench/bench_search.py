@@ -40,10 +40,13 @@ from benchlib import (
     write_json,
 )
 
-from toolsearch.catalogs import Caller, CatalogStore
+from toolsearch.app import catalog_config, tool_service
+from toolsearch.callers import Caller
+from toolsearch.catalog_store import CatalogStore
 from toolsearch.search.index import make_indexer
 from toolsearch.service import ToolService
 from toolsearch.settings import Settings
+from toolsearch.telemetry import Telemetry
 from toolsearch.tooldefs import DEFAULT_LIMIT
 
 SIZES = (500, 1490, 5000, 10000)
@@ -89,11 +92,12 @@ async def measure_size(size: int, embedder: Any, modes: list[str], rounds: int) 
         indexer = make_indexer(embedder if mode == "hybrid" else None)
         settings = Settings(embedder="none")
 
-        async def lister(authorization: str | None) -> Any:
-            return SimpleNamespace(tools=definitions, instructions="")
+        class Source:
+            async def list_tools(self, authorization: str | None) -> Any:
+                return SimpleNamespace(tools=definitions, instructions="")
 
-        store = CatalogStore(settings, lister, indexer)
-        service = ToolService(settings, store, upstream_call=None)  # search never calls the upstream
+        store = CatalogStore(catalog_config(settings), Source(), indexer)
+        service = tool_service(settings, store, upstream=None, telemetry=Telemetry())  # search calls nothing
         caller = Caller("Bearer bench", "bench")
         entry = await store.get(caller)  # listed and indexed once; every call after is warm
         for per_call in (1, 5):

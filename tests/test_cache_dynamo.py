@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from tests.fixtures.catalogs import tool_definitions
-from toolsearch.cache.dynamo import DynamoCatalogStore, StoredCatalog
+from toolsearch.cache.dynamo import DynamoSharedTier, StoredCatalog
 from toolsearch.catalog import Catalog
 
 pytest_plugins = ("tests.fixtures.dynalite",)  # the dynalite and dynamo_table fixtures
@@ -46,10 +46,10 @@ def catalog_bytes(count: int, seed: int = 0, fetched_at: float = 1.0) -> bytes:
     return Catalog.from_definitions(tool_definitions(count, seed), fetched_at=fetched_at).to_json()
 
 
-def make_store(server, table: str, **kwargs) -> DynamoCatalogStore:
+def make_store(server, table: str, **kwargs) -> DynamoSharedTier:
     kwargs.setdefault("ttl_seconds", TTL)
     kwargs.setdefault("client", server.client())
-    return DynamoCatalogStore(table, **kwargs)
+    return DynamoSharedTier(table, **kwargs)
 
 
 def heads(server, table: str) -> list[dict]:
@@ -166,13 +166,13 @@ async def test_interleaved_writers_and_readers_see_whole_versions(dynalite, dyna
     seen: list[StoredCatalog] = []
     writing = 2
 
-    async def write(parity: int, store: DynamoCatalogStore) -> None:
+    async def write(parity: int, store: DynamoSharedTier) -> None:
         nonlocal writing
         for step in range(4):
             await store.put(KEY, catalogs[parity], fetched_at=float(2 * step + parity))
         writing -= 1
 
-    async def read(store: DynamoCatalogStore) -> None:
+    async def read(store: DynamoSharedTier) -> None:
         while writing:
             stored = await store.get(KEY)
             if stored is not None:
@@ -288,7 +288,7 @@ async def test_unreachable_table_gets_none_and_puts_nothing_with_a_warning(dummy
     table = server.create_table()
     # The store makes its own client (bounded timeouts, two attempts), as in production.
     events = Events()
-    store = DynamoCatalogStore(table, ttl_seconds=TTL, endpoint_url=server.endpoint_url, on_event=events)
+    store = DynamoSharedTier(table, ttl_seconds=TTL, endpoint_url=server.endpoint_url, on_event=events)
     data = catalog_bytes(50)
     await store.put(KEY, data, fetched_at=1.0)
     assert (await store.get(KEY)).data == data

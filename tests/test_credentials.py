@@ -19,7 +19,7 @@ from fixtures.faulty_upstream import RunningFaulty, running_faulty
 from fixtures.servers import serve_in_thread
 from mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.catalogs import caller_key
+from toolsearch.callers import caller_key
 from toolsearch.credentials import MalformedAuthorization, read_authorization
 from toolsearch.settings import Settings
 

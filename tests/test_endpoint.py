@@ -221,7 +221,7 @@ async def test_oversize_body_is_refused(client):
 
 
 async def test_instructions_are_cut_with_a_note():
-    from toolsearch.endpoint import compose_instructions
+    from toolsearch.service import compose_instructions
 
     text = compose_instructions("a" * 50, limit=20)
     assert "a" * 20 in text and "a" * 21 not in text

@@ -14,7 +14,6 @@ import pytest
 
 from toolsearch import evaluation
 from toolsearch.search.embedder import load_configured_embedder
-from toolsearch.settings import Settings
 
 FLOORS = {
     # (search, asked, language): (recall@1, recall@5, recall@10, MRR)
@@ -35,7 +34,7 @@ FLOORS = {
 
 @pytest.fixture(scope="module")
 def figures():
-    embedder = load_configured_embedder(Settings(embedder="model2vec"))
+    embedder = load_configured_embedder("model2vec")
     results = evaluation.evaluate(embedder)
     return {(f.search, f.phrasing, f.language): f for f in results}
 

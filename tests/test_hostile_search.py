@@ -9,12 +9,13 @@ import httpx
 import pytest
 
 from mcp_wire import call, modern
-from toolsearch.app import build_proxy
-from toolsearch.catalogs import Caller, CatalogStore, caller_key
+from toolsearch.app import build_proxy, catalog_config, tool_service, upstream_config
+from toolsearch.callers import Caller, caller_key
+from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL, demo_app
 from toolsearch.search.index import make_indexer
-from toolsearch.service import ToolService
 from toolsearch.settings import Settings
+from toolsearch.telemetry import Telemetry
 from toolsearch.tooldefs import MAX_NAME_CHARS
 from toolsearch.upstream import Upstream
 
@@ -137,11 +138,12 @@ async def test_another_caller_is_answered_while_a_hostile_search_runs():
     entered, gate = threading.Event(), threading.Event()
     lexical = make_indexer(None)
     settings = Settings(embedder="none")
-    upstream = Upstream(DEMO_URL, settings, http=httpx.AsyncClient(transport=httpx.ASGITransport(demo_app())))
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(demo_app()))
+    upstream = Upstream(DEMO_URL, upstream_config(settings), http=http)
     store = CatalogStore(
-        settings, upstream.list_tools, lambda catalog: GatedIndex(lexical(catalog), entered, gate)
+        catalog_config(settings), upstream, lambda catalog: GatedIndex(lexical(catalog), entered, gate)
     )
-    service = ToolService(settings, store, upstream.call_tool)
+    service = tool_service(settings, store, upstream, Telemetry())
     hostile, other = (
         Caller(f"Bearer {t}", caller_key(DEMO_URL, f"Bearer {t}")) for t in ("hostile", "other")
     )

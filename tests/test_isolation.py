@@ -28,8 +28,8 @@ from fixtures.logs import LogCapture, capture_logs
 from fixtures.servers import serve_in_thread
 from mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.cache.dynamo import DynamoCatalogStore
-from toolsearch.catalogs import caller_key
+from toolsearch.cache.dynamo import DynamoSharedTier
+from toolsearch.callers import caller_key
 from toolsearch.settings import Settings
 
 pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite, dynamo_table, dummy_aws_env
@@ -62,10 +62,10 @@ def settings(url: str, **changes: Any) -> Settings:
     return Settings(upstream=url, embedder="none", upstream_timeout=10.0).replace(**changes)
 
 
-def store(table: str, endpoint_url: str, events: list[str] | None = None) -> DynamoCatalogStore:
+def store(table: str, endpoint_url: str, events: list[str] | None = None) -> DynamoSharedTier:
     from tests.fixtures.dynalite import REGION  # here: the plugin import must come first
 
-    return DynamoCatalogStore(
+    return DynamoSharedTier(
         table,
         ttl_seconds=600,
         endpoint_url=endpoint_url,

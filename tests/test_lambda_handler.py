@@ -25,7 +25,7 @@ import pytest
 
 from fixtures.faulty_upstream import Fault, running_faulty
 from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (a pytest fixture)
-from toolsearch.catalogs import caller_key
+from toolsearch.callers import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
 from toolsearch.upstream.sse import SSEParser
 
@@ -223,9 +223,9 @@ def test_the_model_loads_once_per_environment_not_per_request(load_handler, monk
     calls = []
     real = embedder_module.load_configured_embedder
 
-    def counting(settings):
-        calls.append(settings)
-        return real(settings)
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(embedder_module, "load_configured_embedder", counting)
     module = load_handler()

@@ -189,7 +189,7 @@ def hostile(**settings: Any) -> Iterator[tuple[HostileResourceServer, httpx.Asyn
         server.base_url = base
         proxy = build_proxy(Settings(upstream=base + "/mcp", embedder="none", **settings))
         clock = Clock()
-        oauth = proxy.endpoint.oauth
+        oauth = proxy.oauth
         oauth.relay = MetadataRelay(
             proxy.upstream.http,
             oauth.candidate_urls,

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.test_catalogs import Clock, DemoUpstream, caller
-from toolsearch.catalogs import CatalogStore
+from tests.test_catalog_store import Clock, DemoUpstream, caller
+from toolsearch.app import catalog_config, upstream_config
+from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL
 from toolsearch.lambda_support import catalog_tier
 from toolsearch.search.index import make_indexer
@@ -58,11 +59,11 @@ async def environments(
     for _ in range(count):
         telemetry = Telemetry()
         http = httpx.AsyncClient(transport=transport)
-        upstream = Upstream(DEMO_URL, config, http=http)
+        upstream = Upstream(DEMO_URL, upstream_config(config), http=http)
         shared = catalog_tier(config, telemetry, clock=clock)
         store = CatalogStore(
-            config,
-            upstream.list_tools,
+            catalog_config(config),
+            upstream,
             make_indexer(None),
             shared=shared,
             clock=clock,

@@ -57,7 +57,7 @@ loop = InvocationLoop()  # before Mangum, which adopts the current loop
 telemetry = Telemetry()
 metrics = EmfMetrics()
 telemetry.add_sink(metrics)
-embedder = load_configured_embedder(settings)
+embedder = load_configured_embedder(settings.embedder, settings.model_dir)
 proxy = build_proxy(
     settings,
     shared=catalog_tier(settings, telemetry),

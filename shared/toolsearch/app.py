@@ -1,15 +1,16 @@
-"""The Starlette app, wired: settings -> upstream, catalogs, search, the five tools, the endpoint.
+"""The Starlette app, wired: settings -> upstream, catalogs, search, the tools, the endpoint.
 
-The same app runs under uvicorn (`toolsearch serve`) and under Mangum in
-Lambda. Everything is built once per process; nothing depends on lifespan
-events, which Mangum may not deliver.
+The one place that reads `Settings` to build the parts: each part gets a small
+config of its own (`UpstreamConfig`, `CatalogConfig`, `ToolsConfig`...), the
+way httpx passes `Timeout` and `Limits`. The same app runs under uvicorn
+(`toolsearch serve`) and under Mangum in Lambda. Everything is built once per
+process; nothing depends on lifespan events, which Mangum may not deliver.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 from starlette.applications import Starlette
@@ -17,18 +18,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from .catalogs import CatalogStore, SharedTier
+from . import protocol as P
+from .calling import CallLimits, ToolCaller, UpstreamCalls
+from .catalog_routes import CatalogRoutes, RefreshLimiter
+from .catalog_store import CatalogConfig, CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
-from .endpoint import SERVER_INFO, McpEndpoint
-from .oauth import WELL_KNOWN, ProtectedResource
+from .endpoint import EndpointConfig, McpEndpoint
+from .http_edge import HttpEdge
+from .oauth import WELL_KNOWN, OAuthConfig, ProtectedResource
 from .response_size import ResponseSize
-from .review import CatalogReview, RefreshLimiter
+from .search import Embedder
+from .search.embedding import single_threaded_blas
 from .search.hybrid import Fusion
 from .search.index import make_indexer
-from .service import ToolService
+from .service import ToolsConfig, ToolService
 from .settings import Settings
 from .telemetry import Telemetry
-from .upstream import Upstream
+from .upstream import Upstream, UpstreamConfig
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +49,59 @@ class Proxy:
     service: ToolService
     endpoint: McpEndpoint
     telemetry: Telemetry
-    embedder: Any
+    oauth: ProtectedResource
+    embedder: Embedder | None
     app: Starlette
-    review: CatalogReview | None = None
+
+
+def upstream_config(settings: Settings) -> UpstreamConfig:
+    return UpstreamConfig(
+        timeout=settings.upstream_timeout,
+        connect_timeout=settings.upstream_connect_timeout,
+        list_retries=settings.list_retries,
+        max_list_pages=settings.max_list_pages,
+        max_result_bytes=settings.max_result_bytes,
+        max_catalog_bytes=settings.max_catalog_bytes,
+        max_catalog_tools=settings.max_catalog_tools,
+        era_ttl=settings.upstream_era_ttl,
+    )
+
+
+def catalog_config(settings: Settings) -> CatalogConfig:
+    return CatalogConfig(
+        ttl=settings.catalog_ttl,
+        max_age=settings.catalog_max_age,
+        memory_entries=max(1, settings.catalog_memory_entries),
+        write_tools=frozenset(settings.write_tools),
+        read_tools=frozenset(settings.read_tools),
+        # A listing takes at most upstream_timeout: the lease outlives one, with room to store it.
+        lease_seconds=settings.upstream_timeout * 2,
+        unauthorized_ttl=settings.unauthorized_ttl,
+    )
+
+
+def tools_config(settings: Settings) -> ToolsConfig:
+    return ToolsConfig(
+        max_batch_calls=settings.max_batch_calls,
+        max_query_chars=settings.max_query_chars,
+        search_schemas=settings.search_schemas,
+        max_instructions=settings.max_instructions,
+        pinned_tools=tuple(settings.pinned_tools),
+        list_ttl=settings.catalog_ttl,
+    )
+
+
+def tool_service(
+    settings: Settings,
+    catalogs: CatalogStore,
+    upstream: ToolCaller,
+    telemetry: Telemetry,
+    size: ResponseSize | None = None,
+) -> ToolService:
+    """The five tools (and pinned ones) over a catalog store, calling `upstream`."""
+    limits = CallLimits(settings.validation_timeout, settings.upstream_timeout, settings.max_result_bytes)
+    calls = UpstreamCalls(catalogs, upstream, limits, (size or ResponseSize.local()).of)
+    return ToolService(tools_config(settings), catalogs, calls, telemetry)
 
 
 def build_proxy(
@@ -53,49 +109,52 @@ def build_proxy(
     *,
     http: httpx.AsyncClient | None = None,
     shared: SharedTier | None = None,
-    embedder: Any = None,
+    embedder: Embedder | None = None,
     telemetry: Telemetry | None = None,
     response_size: ResponseSize | None = None,
 ) -> Proxy:
     """`response_size` counts answers where they are limited: `ResponseSize.lambda_runtime()` on Lambda."""
     telemetry = telemetry or Telemetry()
+    size = response_size or ResponseSize.local()
     upstream_url = settings.upstream
     if not upstream_url:
         # The embedded default: the demo upstream, in-process, through the ASGI transport.
         upstream_url = DEMO_URL
         http = http or httpx.AsyncClient(transport=httpx.ASGITransport(app=demo_app()))
-    upstream = Upstream(upstream_url, settings, http=http, client_info=SERVER_INFO)
+    if embedder is not None:
+        single_threaded_blas()  # a process-wide knob, set once here (docs/benchmarks.md says why)
+    upstream = Upstream(upstream_url, upstream_config(settings), http=http, client_info=P.IMPLEMENTATION)
     catalogs = CatalogStore(
-        settings,
-        upstream.list_tools,
+        catalog_config(settings),
+        upstream,
         make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight)),
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )
-    service = ToolService(settings, catalogs, upstream.call_tool, response_size)
-    oauth = ProtectedResource(settings, upstream_url, upstream.http)
-    endpoint = McpEndpoint(settings, service, upstream_url, telemetry, oauth, response_size)
+    service = tool_service(settings, catalogs, upstream, telemetry, size)
+    oauth_config = OAuthConfig(
+        settings.public_url, tuple(settings.authorization_servers), settings.oauth_metadata_timeout
+    )
+    oauth = ProtectedResource(oauth_config, upstream_url, upstream.http)
+    edge = HttpEdge(settings.allowed_origins, upstream_url, oauth)
+    endpoint_config = EndpointConfig(settings.max_body_bytes, settings.request_read_timeout)
+    endpoint = McpEndpoint(endpoint_config, service, edge, telemetry, size)
     limiter = RefreshLimiter(settings.catalog_refresh_interval, shared=shared)
-    review = CatalogReview(settings, catalogs, upstream_url, oauth, telemetry, limiter)
+    catalog_routes = CatalogRoutes(catalogs, edge, telemetry, limiter)
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse(
-            {"status": "ok", "server": SERVER_INFO, "search": "hybrid" if embedder else "lexical"}
-        )
+        search = "hybrid" if embedder is not None else "lexical"
+        return JSONResponse({"status": "ok", "server": P.IMPLEMENTATION, "search": search})
 
     app = Starlette(
         routes=[
             Route("/mcp", endpoint.post, methods=["POST"]),
             Route("/mcp", endpoint.not_allowed, methods=["GET", "DELETE", "PUT", "PATCH"]),
-            Route(WELL_KNOWN, endpoint.protected_resource_metadata, methods=["GET"]),
-            Route(WELL_KNOWN + "/mcp", endpoint.protected_resource_metadata, methods=["GET"]),
-            Route("/catalog", review.page, methods=["GET"]),
-            Route("/catalog/refresh", review.refresh, methods=["POST"]),
+            Route(WELL_KNOWN, oauth.route, methods=["GET"]),
+            Route(WELL_KNOWN + "/mcp", oauth.route, methods=["GET"]),
+            Route("/catalog", catalog_routes.page, methods=["GET"]),
+            Route("/catalog/refresh", catalog_routes.refresh, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
         ]
     )
-    return Proxy(settings, upstream, catalogs, service, endpoint, telemetry, embedder, app, review)
-
-
-def create_app(settings: Settings, **kwargs: Any) -> Starlette:
-    return build_proxy(settings, **kwargs).app
+    return Proxy(settings, upstream, catalogs, service, endpoint, telemetry, oauth, embedder, app)

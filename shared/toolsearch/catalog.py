@@ -7,9 +7,24 @@ form (`to_json`/`from_json`) is what the cache tiers store.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+SHORT_DESCRIPTION = 200
+# A sentence ends at . ! or ? before a capital letter or the end; "e.g." and "i.e." do not end one.
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z0-9`(\"']|\s*$)")
+
+
+def short_description(text: str, limit: int = SHORT_DESCRIPTION) -> str:
+    """The first sentence, or as much of it as fits in `limit` characters."""
+    text = " ".join(text.split())
+    end = _SENTENCE_END.search(text)
+    first = text[: end.end()] if end and end.end() <= limit else text
+    if len(first) <= limit:
+        return first
+    return first[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 @dataclass(frozen=True, slots=True)

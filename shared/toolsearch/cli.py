@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import __version__
 from . import settings as settings_module
-from .review_cli import add_catalog_arguments, run_catalog
+from .catalog_cli import add_catalog_arguments, run_catalog
 
 DOCS_PATH = Path("docs/configuration.md")
 DEFAULT_TRAINING_SET = Path(".cache/devmodel-tool/training-set.json")
@@ -27,7 +27,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.demo:
         config = config.replace(upstream="")
     configure_logging(config.log_level)
-    embedder = load_configured_embedder(config)
+    embedder = load_configured_embedder(config.embedder, config.model_dir)
     proxy = build_proxy(config, embedder=embedder)
     upstream = config.upstream or "the built-in demo upstream"
     search = "hybrid (BM25 + embeddings)" if embedder is not None else "lexical only (BM25; no model)"
@@ -64,7 +64,7 @@ def _eval(args: argparse.Namespace) -> int:
     from .search.hybrid import Fusion
 
     config = settings_module.from_args(args)
-    embedder = load_configured_embedder(config)
+    embedder = load_configured_embedder(config.embedder, config.model_dir)
     fusions = {"hybrid": Fusion(lexical_weight=config.lexical_weight)}
     if args.fusion == "all":
         fusions = {

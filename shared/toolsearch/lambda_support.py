@@ -239,8 +239,8 @@ def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[]
     # than in the first request, so SnapStart or provisioned concurrency can hold it too.
     import boto3  # noqa: F401
 
-    from .cache.dynamo import DynamoCatalogStore
+    from .cache.dynamo import DynamoSharedTier
 
     count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
     lifetime = max(settings.catalog_max_age, settings.catalog_ttl, 1.0)
-    return DynamoCatalogStore(settings.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)
+    return DynamoSharedTier(settings.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)

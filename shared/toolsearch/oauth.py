@@ -25,9 +25,9 @@ from urllib.parse import urlsplit
 
 import httpx
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from toolsearch.metadata_relay import MetadataRelay
-from toolsearch.settings import Settings
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -103,18 +103,30 @@ class MetadataDocument:
     cache_control: str
 
 
+@dataclass(frozen=True)
+class OAuthConfig:
+    public_url: str = ""  # the proxy's own URL; empty derives it from each request
+    authorization_servers: tuple[str, ...] = ()  # empty: the upstream's, from its metadata
+    metadata_timeout: float = 5.0  # seconds for one read of the upstream's metadata
+
+
 class ProtectedResource:
     """Serves the proxy's metadata and rewrites the upstream's 401 challenges to point at it."""
 
-    def __init__(self, settings: Settings, upstream_url: str, http: httpx.AsyncClient) -> None:
-        self.settings = settings
+    def __init__(self, config: OAuthConfig, upstream_url: str, http: httpx.AsyncClient) -> None:
+        self.config = config
         self.upstream_url = upstream_url
         self._metadata_url_hint: str | None = None
-        self.relay = MetadataRelay(http, self.candidate_urls, deadline=settings.oauth_metadata_timeout)
+        self.relay = MetadataRelay(http, self.candidate_urls, deadline=config.metadata_timeout)
+
+    async def route(self, request: Request) -> Response:
+        """`GET /.well-known/oauth-protected-resource[/mcp]`: the metadata document."""
+        document = await self.metadata(request)
+        return JSONResponse(document.body, headers={"Cache-Control": document.cache_control})
 
     def base(self, request: Request) -> str:
-        if self.settings.public_url:
-            parts = urlsplit(self.settings.public_url)
+        if self.config.public_url:
+            parts = urlsplit(self.config.public_url)
             return f"{parts.scheme}://{parts.netloc}"
         return forwarded_origin(request)
 
@@ -144,7 +156,7 @@ class ProtectedResource:
 
     async def metadata(self, request: Request) -> MetadataDocument:
         upstream, current = await self.relay.get()
-        servers = list(self.settings.authorization_servers) or list(upstream.authorization_servers)
+        servers = list(self.config.authorization_servers) or list(upstream.authorization_servers)
         body: dict[str, Any] = {
             "resource": self.resource(request),
             "authorization_servers": servers,
@@ -156,7 +168,7 @@ class ProtectedResource:
         if not current:
             # What the upstream says could not be read just now: nobody may keep this copy.
             cache = CACHE_NONE
-        elif self.settings.public_url:
+        elif self.config.public_url:
             cache = CACHE_SHARED  # built from settings and the upstream alone: the same for everyone
         else:
             cache = CACHE_PRIVATE  # built from this request's headers: for this client only

@@ -1,5 +1,5 @@
 """Caller catalogs cached in two tiers: warm memory in front of a DynamoDB table with TTL."""
 
-from toolsearch.cache.dynamo import DynamoCatalogStore, StoredCatalog
+from toolsearch.cache.dynamo import DynamoSharedTier, StoredCatalog
 
-__all__ = ["DynamoCatalogStore", "StoredCatalog"]
+__all__ = ["DynamoSharedTier", "StoredCatalog"]

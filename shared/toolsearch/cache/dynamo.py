@@ -98,7 +98,7 @@ def _decompress(blob: bytes, codec: str, size: int) -> bytes:
     return data
 
 
-class DynamoCatalogStore:
+class DynamoSharedTier:
     """Catalog bytes in one DynamoDB table, split across items when large.
 
     `ttl_seconds` is how long written items live. `chunk_bytes` is the most bytes

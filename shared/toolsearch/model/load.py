@@ -35,9 +35,11 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
+
+from toolsearch.search import Embedder
 
 BUNDLED_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "model"
 LAMBDA_MODEL_DIR = Path("/opt/model")
@@ -58,14 +60,6 @@ SAFETENSORS_DTYPES: dict[str, np.dtype] = {
 
 class ModelLoadError(Exception):
     """The folder is not a loadable model2vec model; the message says what is wrong."""
-
-
-class Embedder(Protocol):
-    dim: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One float32 row per text, L2-normalised (all zeros for a text with no known token)."""
-        ...
 
 
 def resolve_model_dir(configured: str | Path = "") -> Path | None:

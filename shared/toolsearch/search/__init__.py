@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -21,4 +23,14 @@ class Hit:
 class SearchIndex(Protocol):
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
         """The best `limit` hits for each query, best first, ties broken by position."""
+        ...
+
+
+class Embedder(Protocol):
+    """A static embedding model (`model.load.load_embedder`): texts in, unit vectors out."""
+
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """One float32 row per text, L2-normalised (all zeros for a text with no known token)."""
         ...

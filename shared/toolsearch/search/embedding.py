@@ -85,7 +85,6 @@ class EmbeddingIndex:
     """Cosine similarity of unit vectors: one matrix product per batch of queries."""
 
     def __init__(self, matrix: np.ndarray) -> None:
-        single_threaded_blas()
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.size = self.matrix.shape[0]
 

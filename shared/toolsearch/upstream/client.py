@@ -43,8 +43,8 @@ from toolsearch.protocol import (
     MODERN_VERSION,
     encode_header_value,
 )
-from toolsearch.settings import Settings
 
+from .config import UpstreamConfig
 from .era import (
     LEGACY,
     MODERN,
@@ -55,7 +55,7 @@ from .era import (
     rpc_error,
 )
 from .errors import RETRYABLE, UpstreamError
-from .sessions import LegacySession, SessionStore, caller_key
+from .sessions import LegacySession, SessionStore, session_key
 from .wire import ACCEPT, Reply, exchange, retry_after
 
 log = logging.getLogger("toolsearch.upstream")
@@ -95,14 +95,14 @@ class Upstream:
     def __init__(
         self,
         url: str,
-        settings: Settings,
+        config: UpstreamConfig,
         *,
         http: httpx.AsyncClient | None = None,
         client_info: dict | None = None,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         self.url = url
-        self._settings = settings
+        self._config = config
         self._owns_http = http is None
         # Our own connection pool, used directly: MCP requests need none of the client layer (auth,
         # redirects, cookies), and skipping it saves about half a millisecond a call. A client given
@@ -111,12 +111,12 @@ class Upstream:
         self._http = http or httpx.AsyncClient(transport=self._transport, follow_redirects=False)
         self._http.cookies.jar.set_policy(_NoCookies())
         self._client_info = client_info or IMPLEMENTATION
-        self._timeout = httpx.Timeout(settings.upstream_timeout, connect=settings.upstream_connect_timeout)
+        self._timeout = httpx.Timeout(config.timeout, connect=config.connect_timeout)
         # Bytes one answer may take: the largest result passed on, plus room for the envelope and a note.
-        self._limit = settings.max_result_bytes + max(settings.max_result_bytes // 4, 64 * 1024)
+        self._limit = config.max_result_bytes + max(config.max_result_bytes // 4, 64 * 1024)
         self._ids = itertools.count(1)
         self._sessions = SessionStore(max_sessions)
-        self._era = EraMemory(settings.upstream_era_ttl)
+        self._era = EraMemory(config.era_ttl)
         self._discovering: asyncio.Future[None] | None = None  # set while one discovery runs
 
     @property
@@ -145,7 +145,7 @@ class Upstream:
 
     async def list_tools(self, authorization: str | None) -> Listing:
         started = time.monotonic()
-        limit = self._settings.upstream_timeout
+        limit = self._config.timeout
         # One deadline for the whole listing: every page, retry and backoff wait fits inside it.
         deadline = asyncio.get_running_loop().time() + limit
         try:
@@ -191,7 +191,7 @@ class Upstream:
                 raise UpstreamError("bad_response", f"the tool's definition is invalid: {exc}") from None
             extra = {"Mcp-Name": encode_header_value(name), **param_headers.mirror(params, arguments)}
             # upstream_timeout, or less when the request must be answered sooner (Lambda, API Gateway).
-            deadline = request_deadline.within(self._settings.upstream_timeout)
+            deadline = request_deadline.within(self._config.timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
             era, _ = await self._deadline(self._settle_era(authorization, deadline), deadline)
             call = {"name": name, "arguments": arguments}
@@ -312,7 +312,7 @@ class Upstream:
             if discover is not None and not discover.done():
                 discover.cancel()
         if instructions is None:  # legacy: the handshake carried them
-            session = self._sessions.get(caller_key(authorization))
+            session = self._sessions.get(session_key(authorization))
             instructions = session.instructions if session else ""
         return instructions, pages
 
@@ -328,12 +328,12 @@ class Upstream:
         return instructions if isinstance(instructions, str) else ""
 
     async def _pages(self, authorization: str | None, era: str, deadline: float) -> list[list[Any]]:
-        max_bytes, max_tools = self._settings.max_catalog_bytes, self._settings.max_catalog_tools
+        max_bytes, max_tools = self._config.max_catalog_bytes, self._config.max_catalog_tools
         pages: list[list[Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
         listed_bytes = listed_tools = 0
-        for _ in range(max(1, self._settings.max_list_pages)):
+        for _ in range(max(1, self._config.max_list_pages)):
             params = {"cursor": cursor} if cursor is not None else {}
             # A page may take what is left of the catalog's bytes, so a catalog too large is never read whole.
             left = max_bytes - listed_bytes
@@ -373,7 +373,7 @@ class Upstream:
         return pages
 
     async def _retrying(self, attempt: Callable[[], Awaitable[Any]], deadline: float) -> Any:
-        retries = max(0, self._settings.list_retries)
+        retries = max(0, self._config.list_retries)
         for n in itertools.count():
             try:
                 return await attempt()
@@ -393,7 +393,7 @@ class Upstream:
         """`request` within upstream_timeout, or by the loop time `at` (a call's whole deadline)."""
         loop = asyncio.get_running_loop()
         if at is None:
-            at = loop.time() + self._settings.upstream_timeout
+            at = loop.time() + self._config.timeout
         allowed = max(0.0, at - loop.time())
         timeout = asyncio.timeout_at(at)
         try:
@@ -434,7 +434,7 @@ class Upstream:
             reply = await self._exchange(headers, body, limit, progress)
             if reply.status == 404 and session.session_id:
                 # The upstream forgot the session (expired, restarted): the next request hand-shakes again.
-                self._sessions.drop(caller_key(authorization), session)
+                self._sessions.drop(session_key(authorization), session)
                 if method == "tools/call":
                     raise UpstreamError(
                         "session_expired",
@@ -449,7 +449,7 @@ class Upstream:
         raise AssertionError("unreachable")
 
     async def _legacy_session(self, authorization: str | None, *, renew: bool = False) -> LegacySession:
-        key = caller_key(authorization)
+        key = session_key(authorization)
         session = None if renew else self._sessions.get(key)
         if session is not None:
             return session

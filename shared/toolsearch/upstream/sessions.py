@@ -1,7 +1,8 @@
-"""Handshake-era sessions with a legacy upstream, one per caller, least recently used dropped first.
+"""Handshake-era sessions with a legacy upstream, one per credential, least recently used first out.
 
-A caller is keyed by the SHA-256 of their Authorization value: the value itself
-is never kept here.
+An upstream opens a session for the credential that sent `initialize`, so a
+session is kept under the SHA-256 of that Authorization value (`session_key`);
+the value itself is never kept here.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ class LegacySession:
     instructions: str
 
 
-def caller_key(authorization: str | None) -> str:
+def session_key(authorization: str | None) -> str:
+    """The key of the session opened with this Authorization value (None: without one)."""
     return hashlib.sha256((authorization or "").encode()).hexdigest()
 
 

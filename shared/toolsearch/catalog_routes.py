@@ -28,12 +28,11 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from .catalog import Catalog, Tool
-from .catalogs import Caller, CatalogStore, SharedTier
-from .credentials import MalformedAuthorization
-from .oauth import ProtectedResource
-from .service import short_description
-from .settings import Settings
+from .callers import Caller
+from .catalog import Catalog, Tool, short_description
+from .catalog_store import CatalogStore, SharedTier
+from .http_edge import HttpEdge, HttpRefusal
+from .refusal import CallerRefused, refusals_raised
 from .telemetry import Telemetry
 from .upstream import UpstreamError
 
@@ -82,12 +81,6 @@ class RefreshLimiter:
             self._last = {k: t for k, t in self._last.items() if now - t < self.interval}
 
 
-class ReviewError(Exception):
-    def __init__(self, status: int, kind: str, message: str, headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.kind, self.message, self.headers = status, kind, message, headers or {}
-
-
 def encode_cursor(name: str) -> str:
     return base64.urlsafe_b64encode(name.encode()).decode().rstrip("=")
 
@@ -97,7 +90,7 @@ def decode_cursor(cursor: str) -> str:
         padded = cursor + "=" * (-len(cursor) % 4)
         return base64.b64decode(padded, altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
-        raise ReviewError(400, "invalid_arguments", "cursor is not one this endpoint gave") from exc
+        raise HttpRefusal(400, "invalid_arguments", "cursor is not one this endpoint gave") from exc
 
 
 def page_of(catalog: Catalog, cursor: str | None, limit: int) -> tuple[list[Tool], str | None]:
@@ -126,7 +119,7 @@ def _limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_PAGE
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
-        raise ReviewError(400, "invalid_arguments", f"limit must be a whole number from 1 to {MAX_PAGE}")
+        raise HttpRefusal(400, "invalid_arguments", f"limit must be a whole number from 1 to {MAX_PAGE}")
     return int(raw)
 
 
@@ -134,23 +127,16 @@ def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class CatalogReview:
+class CatalogRoutes:
+    """`GET /catalog` and `POST /catalog/refresh`, for the caller the request's Authorization names."""
+
     def __init__(
-        self,
-        settings: Settings,
-        catalogs: CatalogStore,
-        upstream_url: str,
-        oauth: ProtectedResource,
-        telemetry: Telemetry,
-        limiter: RefreshLimiter,
+        self, catalogs: CatalogStore, edge: HttpEdge, telemetry: Telemetry, limiter: RefreshLimiter
     ) -> None:
-        self.settings = settings
         self.catalogs = catalogs
-        self.upstream_url = upstream_url
-        self.oauth = oauth
+        self.edge = edge
         self.telemetry = telemetry
         self.limiter = limiter
-        self._origins = {origin.rstrip("/") for origin in settings.allowed_origins}
 
     async def page(self, request: Request) -> JSONResponse:
         async def run(caller: Caller) -> dict[str, Any]:
@@ -174,7 +160,7 @@ class CatalogReview:
             wait = await self.limiter.wait_for(caller.key)
             if wait > 0:
                 seconds = max(1, math.ceil(wait))
-                raise ReviewError(
+                raise HttpRefusal(
                     429,
                     "rate_limited",
                     f"This catalog was refreshed moments ago; try again in {seconds} s.",
@@ -199,14 +185,17 @@ class CatalogReview:
         started = time.perf_counter()
         outcome = "ok"
         try:
-            self._check_origin(request)
-            caller = self._caller(request)
+            self.edge.check_origin(request)
+            caller = self.edge.caller(request)
             try:
-                body = await run(caller)
+                with refusals_raised():
+                    body = await run(caller)
+            except CallerRefused as refused:
+                raise self.edge.refusal(request, refused) from refused
             except UpstreamError as exc:
-                raise self._upstream_error(request, exc) from exc
+                raise HttpRefusal(502, exc.kind, f"The upstream could not list tools: {exc.message}") from exc
             return JSONResponse(body, headers=_NO_STORE)
-        except ReviewError as error:
+        except HttpRefusal as error:
             outcome = error.kind
             return JSONResponse(
                 {"error": {"kind": error.kind, "message": error.message}},
@@ -217,28 +206,3 @@ class CatalogReview:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
             logger.info(metric.replace("_", " "), extra={"outcome": outcome, "ms": elapsed})
-
-    def _caller(self, request: Request) -> Caller:
-        # The same reading as /mcp, so a reviewer sees the catalog their MCP client gets.
-        try:
-            return Caller.from_header(self.upstream_url, *request.headers.getlist("authorization"))
-        except MalformedAuthorization as exc:
-            challenge = self.oauth.invalid_request(request, str(exc))
-            raise ReviewError(400, "invalid_request", str(exc), {"WWW-Authenticate": challenge}) from None
-
-    def _check_origin(self, request: Request) -> None:
-        # The same rule as /mcp: a browser page from another origin gets nothing.
-        origin = request.headers.get("origin")
-        if origin is None or "*" in self._origins or origin.rstrip("/") in self._origins:
-            return
-        raise ReviewError(403, "origin_not_allowed", "Origin not allowed")
-
-    def _upstream_error(self, request: Request, exc: UpstreamError) -> ReviewError:
-        if exc.kind in ("unauthorized", "forbidden"):
-            status = exc.status if exc.status in (401, 403) else (401 if exc.kind == "unauthorized" else 403)
-            challenge = self.oauth.challenge(request, exc.www_authenticate)
-            message = (
-                "The upstream requires authorization" if status == 401 else "The upstream refused this caller"
-            )
-            return ReviewError(status, exc.kind, message, {"WWW-Authenticate": challenge})
-        return ReviewError(502, exc.kind, f"The upstream could not list tools: {exc.message}")

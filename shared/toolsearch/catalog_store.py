@@ -1,9 +1,6 @@
 """Each caller's catalog: listed from the upstream, indexed, cached, refreshed.
 
-A caller is known only by a hash of their Authorization header (its scheme and
-whitespace spelled one way, `credentials.py`) and the upstream URL, never by the
-token itself or a claim inside it (a claim can't be trusted without verifying
-the token, which the proxy cannot do).
+Each catalog is kept under its caller's key (`callers.py`): a hash, never the token.
 
 Tiers: warm memory (bounded LRU) in front of an optional shared store
 (DynamoDB in Lambda). A fresh catalog is served as is; a stale one is served
@@ -22,7 +19,6 @@ refresh; a cold one waits for the holder's copy instead of listing too.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import random
 import time
@@ -33,44 +29,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import deadline
+from .callers import Caller
 from .catalog import Catalog
-from .credentials import read_authorization
 from .search import SearchIndex
-from .settings import Settings
-from .upstream import UpstreamError
+from .upstream import Listing, UpstreamError
 
 logger = logging.getLogger(__name__)
 
 _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
-
-
-def caller_key(upstream_url: str, authorization: str | None) -> str:
-    """The cache key of one caller: a SHA-256 of the upstream URL and the whole header.
-
-    The header is read as `credentials.read_authorization` reads it (scheme case and whitespace
-    made one), so every spelling of one credential is one key. Raises MalformedAuthorization.
-    """
-    values = () if authorization is None else (authorization,)
-    return _key(upstream_url, read_authorization(*values).identity)
-
-
-def _key(upstream_url: str, identity: str) -> str:
-    return hashlib.sha256(f"{upstream_url}\n{identity}".encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    authorization: str | None  # as forwarded upstream: checked and normalised, never the raw header
-    key: str
-
-    @classmethod
-    def from_header(cls, upstream_url: str, *values: str) -> Caller:
-        """The caller a request's Authorization header (all its values) names.
-
-        Raises MalformedAuthorization.
-        """
-        credentials = read_authorization(*values)
-        return cls(credentials.header, _key(upstream_url, credentials.identity))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,36 +45,59 @@ class IndexedCatalog:
     index: SearchIndex
 
 
-class Listing(Protocol):
-    tools: list[dict[str, Any]]
-    instructions: str
+@dataclass(frozen=True)
+class CatalogConfig:
+    ttl: float  # seconds a catalog is fresh
+    max_age: float  # seconds a stale one may still be served while it is refreshed
+    memory_entries: int  # catalogs kept in warm memory
+    write_tools: frozenset[str] = frozenset()  # always writes, whatever their annotations say
+    read_tools: frozenset[str] = frozenset()  # read-only though the upstream does not say so
+    lease_seconds: float = 60.0  # how long one environment may hold a key's listing lease
+    unauthorized_ttl: float = 5.0  # seconds an anonymous 401 is answered again without the upstream
+
+
+class CatalogSource(Protocol):
+    """Where catalogs come from: the upstream's tools/list for one caller (`Upstream.list_tools`)."""
+
+    async def list_tools(self, authorization: str | None) -> Listing: ...
+
+
+class Indexer(Protocol):
+    """Builds a catalog's search index (`search.index.make_indexer`); CPU work, run in a thread."""
+
+    def __call__(self, catalog: Catalog) -> SearchIndex: ...
+
+
+class StoredCatalog(Protocol):
+    data: bytes  # Catalog.to_json()
+    fetched_at: float  # unix seconds
 
 
 class SharedTier(Protocol):
-    async def get(self, key: str) -> Any: ...  # StoredCatalog | None, with .data and .fetched_at
+    """Catalog bytes shared between processes (`cache.dynamo.DynamoSharedTier`), and their leases."""
+
+    async def get(self, key: str) -> StoredCatalog | None: ...
     async def put(self, key: str, data: bytes, fetched_at: float) -> None: ...
     async def try_lease(self, key: str, holder: str, seconds: float) -> bool: ...
     async def release_lease(self, key: str, holder: str) -> None: ...
 
 
-Lister = Callable[[str | None], Awaitable[Listing]]
-Indexer = Callable[[Catalog], SearchIndex]
 EventSink = Callable[[str], None]
 
 
 class CatalogStore:
     def __init__(
         self,
-        settings: Settings,
-        lister: Lister,
+        config: CatalogConfig,
+        source: CatalogSource,
         indexer: Indexer,
         *,
         shared: SharedTier | None = None,
         clock: Callable[[], float] = time.time,
         on_event: EventSink | None = None,
     ) -> None:
-        self._settings = settings
-        self._lister = lister
+        self._config = config
+        self._source = source
         self._indexer = indexer
         self._shared = shared
         self._clock = clock
@@ -129,10 +118,10 @@ class CatalogStore:
         if entry is not None:
             self._memory.move_to_end(caller.key)
             age = self._age(entry)
-            if age < self._settings.catalog_ttl:
+            if age < self._config.ttl:
                 self._on_event("catalog_hit_memory")
                 return entry
-            if age < self._settings.catalog_max_age:
+            if age < self._config.max_age:
                 self._on_event("catalog_stale_memory")
                 self._refresh_in_background(caller)
                 return entry
@@ -146,7 +135,7 @@ class CatalogStore:
             if exc.kind == "unauthorized" and caller.authorization is None:
                 self._remember_refusal(caller.key, exc)
             raise
-        if self._age(entry) >= self._settings.catalog_ttl:
+        if self._age(entry) >= self._config.ttl:
             self._refresh_in_background(caller)  # a stale copy from the shared tier: served, and renewed
         return entry
 
@@ -210,7 +199,7 @@ class CatalogStore:
         that very token a moment later (newly issued, newly granted), and signing in or refreshing
         changes the header anyway. One key per upstream, so this holds one entry.
         """
-        ttl = self._settings.unauthorized_ttl
+        ttl = self._config.unauthorized_ttl
         if ttl > 0:
             self._refused[key] = (self._clock() + ttl, error)
 
@@ -292,7 +281,7 @@ class CatalogStore:
         current = self._memory.get(caller.key)
         stored = await self._read_shared(caller.key)
         newer = stored is not None and (current is None or stored.fetched_at > current.catalog.fetched_at)
-        if stored is not None and newer and self._clock() - stored.fetched_at < self._settings.catalog_ttl:
+        if stored is not None and newer and self._clock() - stored.fetched_at < self._config.ttl:
             self._on_event("catalog_hit_shared")
             return await self._index(stored)
         listed = await self._list_if_leased(caller)
@@ -301,7 +290,7 @@ class CatalogStore:
         self._on_event("catalog_refresh_elsewhere")
         if stored is not None and newer:
             return await self._index(stored)
-        if current is not None and self._age(current) < self._settings.catalog_max_age:
+        if current is not None and self._age(current) < self._config.max_age:
             return current
         return await self._from_upstream(caller)
 
@@ -319,17 +308,17 @@ class CatalogStore:
             await self._shared.release_lease(caller.key, holder)
 
     def _lease_seconds(self) -> float:
-        return self._settings.upstream_timeout * 2
+        return self._config.lease_seconds
 
     async def _read_shared(self, key: str) -> Catalog | None:
         """The shared copy of a key's catalog when it is younger than `catalog_max_age`."""
         assert self._shared is not None
         stored = await self._shared.get(key)
-        if stored is None or self._clock() - stored.fetched_at >= self._settings.catalog_max_age:
+        if stored is None or self._clock() - stored.fetched_at >= self._config.max_age:
             self._on_event("catalog_miss_shared")
             return None
         try:
-            return Catalog.from_json(stored.data, self._settings.write_tools, self._settings.read_tools)
+            return Catalog.from_json(stored.data, self._config.write_tools, self._config.read_tools)
         except ValueError:
             self._on_event("catalog_corrupt_shared")
             logger.warning("shared catalog unreadable; listing the upstream instead")
@@ -339,19 +328,19 @@ class CatalogStore:
         catalog = await self._read_shared(key)
         if catalog is None:
             return None
-        fresh = self._clock() - catalog.fetched_at < self._settings.catalog_ttl
+        fresh = self._clock() - catalog.fetched_at < self._config.ttl
         self._on_event("catalog_hit_shared" if fresh else "catalog_stale_shared")
         return await self._index(catalog)
 
     async def _from_upstream(self, caller: Caller) -> IndexedCatalog:
         self._on_event("catalog_list_upstream")
-        listing = await self._lister(caller.authorization)
+        listing = await self._source.list_tools(caller.authorization)
         catalog = Catalog.from_definitions(
             listing.tools,
             instructions=listing.instructions,
             fetched_at=self._clock(),
-            write_tools=self._settings.write_tools,
-            read_tools=self._settings.read_tools,
+            write_tools=self._config.write_tools,
+            read_tools=self._config.read_tools,
         )
         entry = await self._index(catalog)
         if self._shared is not None:
@@ -366,7 +355,7 @@ class CatalogStore:
     def _remember(self, key: str, entry: IndexedCatalog) -> None:
         self._memory[key] = entry
         self._memory.move_to_end(key)
-        while len(self._memory) > max(1, self._settings.catalog_memory_entries):
+        while len(self._memory) > max(1, self._config.memory_entries):
             self._memory.popitem(last=False)
             self._on_event("catalog_evicted_memory")
 

@@ -27,9 +27,9 @@ from fixtures.servers import serve_in_thread
 from fixtures.servers import start_server as serve_with_lifespan
 from mcp_wire import call
 from toolsearch.app import build_proxy
+from toolsearch.catalog_cli import authorization, base_url
+from toolsearch.catalog_routes import RefreshLimiter, decode_cursor, encode_cursor
 from toolsearch.cli import main
-from toolsearch.review import RefreshLimiter, decode_cursor, encode_cursor
-from toolsearch.review_cli import authorization, base_url
 from toolsearch.settings import Settings
 
 pytest_plugins = ("tests.fixtures.dynalite",)  # the dynalite and dynamo_table fixtures
@@ -302,10 +302,10 @@ async def test_invalid_params_saying_unknown_tool_is_reported_as_unknown_and_rel
 
 @pytest.mark.npm
 async def test_refresh_lists_the_upstream_not_the_shared_tier(dynalite, dynamo_table):
-    from toolsearch.cache.dynamo import DynamoCatalogStore
+    from toolsearch.cache.dynamo import DynamoSharedTier
 
     def shared():
-        return DynamoCatalogStore(dynamo_table, ttl_seconds=3600, client=dynalite.client())
+        return DynamoSharedTier(dynamo_table, ttl_seconds=3600, client=dynalite.client())
 
     with changing_upstream() as (server, url):
         settings = Settings(upstream=url, embedder="none", catalog_ttl=3600.0)

@@ -9,7 +9,9 @@ import json
 import httpx
 import pytest
 
-from toolsearch.catalogs import Caller, CatalogStore, caller_key
+from toolsearch.app import catalog_config, upstream_config
+from toolsearch.callers import Caller, caller_key
+from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL, demo_app
 from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
@@ -49,8 +51,8 @@ class Clock:
 
 def make_store(transport: DemoUpstream, clock: Clock, **settings) -> CatalogStore:
     config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, **settings)
-    upstream = Upstream(DEMO_URL, config, http=httpx.AsyncClient(transport=transport))
-    return CatalogStore(config, upstream.list_tools, make_indexer(None), clock=clock)
+    upstream = Upstream(DEMO_URL, upstream_config(config), http=httpx.AsyncClient(transport=transport))
+    return CatalogStore(catalog_config(config), upstream, make_indexer(None), clock=clock)
 
 
 def caller(token: str) -> Caller:
@@ -145,11 +147,12 @@ async def test_memory_holds_at_most_the_configured_catalogs():
 async def test_a_load_whose_only_waiter_was_cancelled_fails_without_an_unretrieved_exception():
     gate = asyncio.Event()
 
-    async def failing_lister(authorization):
-        await gate.wait()
-        raise UpstreamError("unavailable", "the upstream failed with HTTP 503", status=503)
+    class FailingSource:
+        async def list_tools(self, authorization):
+            await gate.wait()
+            raise UpstreamError("unavailable", "the upstream failed with HTTP 503", status=503)
 
-    store = CatalogStore(Settings(list_retries=0), failing_lister, make_indexer(None))
+    store = CatalogStore(catalog_config(Settings(list_retries=0)), FailingSource(), make_indexer(None))
     loop = asyncio.get_running_loop()
     reported: list[dict] = []
     previous = loop.get_exception_handler()

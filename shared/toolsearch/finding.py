@@ -1,0 +1,104 @@
+"""search_tools and describe_tool: what a caller's catalog holds, ranked or by name.
+
+Both read the caller's indexed catalog and nothing else: they never reach the
+upstream, and their answers are data (structured results).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from . import tooldefs as T
+from .catalog import Tool, short_description
+from .catalog_store import IndexedCatalog
+from .results import error_result, structured_result
+from .validation import closest_names
+
+EXACT_NAME_PREFIX = "select:"
+# Ranking costs a fixed part plus stemming, which grows with the characters of words the stemmer
+# has not seen (docs/benchmarks.md, "Searching off the event loop"). Longer searches rank in a
+# worker thread, so the event loop goes on serving other callers; short ones, nearly all, stay
+# on the loop, where the thread hop costs more than it saves.
+THREAD_ABOVE_CHARS = 200
+
+
+async def search_tools(
+    entry: IndexedCatalog, arguments: Mapping[str, Any], *, schemas: int
+) -> dict[str, Any]:
+    """The best matches of each query, best first; the best `schemas` of each with input schemas."""
+    query, queries = arguments.get("query"), arguments.get("queries")
+    if (query is None) == (queries is None):
+        return error_result(
+            "invalid_arguments",
+            "Give either query (one thing to find) or queries (several at once), not both, not neither.",
+        )
+    limit = int(arguments.get("limit", T.DEFAULT_LIMIT))
+    with_schemas = bool(arguments.get("schemas", True))
+    asked: list[str] = [query] if queries is None else list(queries)
+    if sum(len(text) for text in asked) > THREAD_ABOVE_CHARS:
+        ranked = await asyncio.to_thread(entry.index.search, asked, limit)
+    else:
+        ranked = entry.index.search(asked, limit)
+    lists = []
+    for text, hits in zip(asked, ranked, strict=True):
+        positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]
+        tools = entry.catalog.tools
+        lists.append([_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)])
+    data: dict[str, Any] = {"total": len(entry.catalog)}
+    if queries is None:
+        data["tools"] = lists[0]
+    else:
+        data["results"] = [{"query": q, "tools": found} for q, found in zip(asked, lists, strict=True)]
+    return structured_result(data)
+
+
+def describe_tools(entry: IndexedCatalog, names: Sequence[str]) -> dict[str, Any]:
+    """The full definitions of the named tools; unknown names listed with the closest ones."""
+    found, unknown, similar = [], [], {}
+    for name in dict.fromkeys(names):  # each name once, in the order asked
+        tool = entry.catalog.get(name)
+        if tool is None:
+            unknown.append(name)
+            similar[name] = closest_names(name, entry.catalog.by_name)
+            continue
+        described: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "readOnly": tool.read_only,
+            "inputSchema": tool.input_schema,
+        }
+        if tool.title:
+            described["title"] = tool.title
+        if isinstance(tool.definition.get("outputSchema"), dict):
+            described["outputSchema"] = tool.definition["outputSchema"]
+        found.append(described)
+    data: dict[str, Any] = {"tools": found}
+    if unknown:
+        data["unknown"] = unknown
+        data["similar"] = similar
+    return structured_result(data)
+
+
+def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
+    hit: dict[str, Any] = {
+        "name": tool.name,
+        "description": short_description(tool.description or tool.title),
+        "readOnly": tool.read_only,
+    }
+    if with_schema:
+        hit["inputSchema"] = tool.input_schema
+    return hit
+
+
+def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:
+    """A query that is a tool's exact name (or `select:name`) returns that tool first."""
+    wanted = query.strip()
+    if wanted.startswith(EXACT_NAME_PREFIX):
+        wanted = wanted[len(EXACT_NAME_PREFIX) :].strip()
+    tool = entry.catalog.get(wanted)
+    if tool is None:
+        return positions
+    position = entry.catalog.tools.index(tool)
+    return [position] + [p for p in positions if p != position]
