@@ -1,5 +1,4 @@
-"""Caller catalogs cached in two tiers: warm memory in front of a DynamoDB table with TTL."""
+"""The shared tier of the catalog cache: a DynamoDB table with TTL (`dynamo.DynamoCatalogStore`).
 
-from toolsearch.cache.dynamo import DynamoCatalogStore, StoredCatalog
-
-__all__ = ["DynamoCatalogStore", "StoredCatalog"]
+The warm in-memory tier in front of it is `CatalogStore`'s, not this package's.
+"""
