@@ -70,17 +70,10 @@ def schema_text(schema: Any) -> list[str]:
     return texts
 
 
-def _title(tool: Tool) -> str:
-    try:
-        return _text(tool.title)
-    except AttributeError:  # "annotations" that is not an object
-        return ""
-
-
 def document_text(tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT) -> str:
     """The text indexed for `tool`, heavier fields repeated."""
     parts = [name_words(tool.name)] * name_weight
-    if title := _title(tool):
+    if title := tool.title:  # always a string: Tool.title skips odd titles and annotations
         parts += [title] * title_weight
     parts.append(tool.description)
     parts += schema_text(tool.input_schema)
