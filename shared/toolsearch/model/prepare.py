@@ -148,7 +148,7 @@ def prepare_model(
     for name in COPIED_FILES:
         if (source / name).is_file():
             write_atomic(out / name, (source / name).read_bytes())
-    # The vocabulary as the loader maps it (unigram.py): a cold start in milliseconds, not seconds.
+    # The vocabulary as the loader maps it (unigram.py), so a cold start never builds the whole trie.
     from toolsearch.model.unigram import write_sidecar
 
     write_sidecar(out)
