@@ -2,11 +2,11 @@
 
 jsonschema matches them with Python's `re`, which backtracks: `^(a+)+$` against
 a run of `a`s and a `!` takes time exponential in the run's length. Here RE2
-(google-re2) compiles a pattern when it can; its matching time is linear in
-the text (times the pattern's size: a hostile pattern over a megabyte can
-still take seconds, which is why checks run in a worker thread), and it lets
-go of the GIL while it matches. Figures for both: docs/benchmarks.md
-("Argument checks"). RE2 lacks what only a backtracking engine can do (lookaround, backreferences,
+(google-re2) compiles a pattern when it can; its matching time is linear in the
+text (times the pattern's size: a hostile pattern over a megabyte can still take
+seconds, which is why checks run in a worker thread), and it lets go of the GIL
+while it matches. Figures for both: docs/benchmarks.md ("Argument checks"). RE2
+lacks what only a backtracking engine can do (lookaround, backreferences,
 `\\Z`); such a pattern is matched by the `regex` module instead, which
 backtracks too but gives up at the deadline it is handed (counted in the
 process's CPU time). A pattern neither compiles is unusable.

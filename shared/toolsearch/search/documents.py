@@ -1,12 +1,12 @@
 """What of a tool the search indexes: its name, title, description and parameters.
 
-Name words are repeated `NAME_WEIGHT` times (the title `TITLE_WEIGHT` times)
-so a query word found in a tool's name outweighs the same word found in a long
+Name words are repeated `NAME_WEIGHT` times (the title `TITLE_WEIGHT` times) so
+a query word found in a tool's name outweighs the same word found in a long
 description; more repeats lose recall, as BM25's length normalisation punishes
 the longer documents. The weights are the ones `bench/bench_lexical.py --recall`
 finds best on the evaluation set (figures in docs/benchmarks.md, "What the BM25
-documents hold"). Schemas come from the upstream and may be malformed: anything that is not the
-expected shape is skipped, never raised on.
+documents hold"). Schemas come from the upstream and may be malformed: anything
+that is not the expected shape is skipped, never raised on.
 """
 
 from __future__ import annotations
