@@ -14,7 +14,7 @@ says how the others ended (the status line the server sent, or a bare close)
 and after how long. Meanwhile another caller sends tools/list once a second
 on its own connection; its latencies show whether the slow clients hurt it.
 Extra arguments after `--` go to `toolsearch serve` (for example
-`-- --read-timeout 5`).
+`-- --request-read-timeout 5`).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """What the benchmark commands share: the method line, percentiles, JSON output, catalogs, queries.
 
-Catalogs are in the demo catalog's style (shared/toolsearch/data/catalog, 567
-tools across 28 domains). Smaller sizes take an even spread of the demo tools;
-larger ones add copies of them as an aggregating gateway would list several
-instances of a server: each copy's name gets an instance prefix
-(`eu_qbo_get_profit_and_loss`), its description a sentence naming the
+Catalogs are in the demo catalog's style (shared/toolsearch/data/catalog; its
+size and domains are in docs/benchmarks.md). Smaller sizes take an even spread
+of the demo tools; larger ones add copies of them as an aggregating gateway
+would list several instances of a server: each copy's name gets an instance
+prefix (`eu_qbo_get_profit_and_loss`), its description a sentence naming the
 instance, and a deterministic share of its optional parameters is dropped. So
 every tool's text differs (no embedding is shared by accident) while the
 vocabulary stays that of real tools.

@@ -15,7 +15,8 @@ the distillation does not keep. A linear map from the teacher's 384-d sentence v
 student's 256-d sentence vectors is fitted by least squares on the training English sentences
 (what the student already approximates), then frozen; targets are the mapped teacher vectors.
 
-Run inside the build venv (``build_dev_model.sh --align`` does it). Steps cache into --cache-dir.
+Run inside the build venv (``build_dev_model.sh`` runs it as step 5 unless ``--no-align``). Steps
+cache into --cache-dir.
 """
 
 from __future__ import annotations

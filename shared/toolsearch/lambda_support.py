@@ -235,8 +235,8 @@ def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[]
     """
     if not settings.dynamodb_table:
         return None
-    # boto3 (in the Lambda runtime) takes over half a second to import: pay it at init rather
-    # than in the first request, so SnapStart or provisioned concurrency can hold it too.
+    # boto3 (in the Lambda runtime) is slow to import (docs/deploy.md, "Cold starts"): pay it at
+    # init rather than in the first request, so SnapStart or provisioned concurrency can hold it too.
     import boto3  # noqa: F401
 
     from .cache.dynamo import DynamoSharedTier

@@ -1,11 +1,11 @@
 """Regular expressions of JSON Schema (`pattern`, `patternProperties`, `format: regex`) in bounded time.
 
 jsonschema matches them with Python's `re`, which backtracks: `^(a+)+$` against
-28 `a`s and a `!` takes seconds, twice as long with each more `a`. Here RE2
-(google-re2) compiles a pattern when it can; its matching time is linear in
-the text (times the pattern's size: a hostile pattern over a megabyte can
-still take a few seconds, `[ab]*a[ab]{500}c` took 2.3 s, which is why checks
-run in a worker thread), and it lets go of the GIL while it matches. RE2
+a run of `a`s and a `!` takes time exponential in the run's length. Here RE2
+(google-re2) compiles a pattern when it can; its matching time is linear in the
+text (times the pattern's size: a hostile pattern over a megabyte can still take
+seconds, which is why checks run in a worker thread), and it lets go of the GIL
+while it matches. Figures for both: docs/benchmarks.md ("Argument checks"). RE2
 lacks what only a backtracking engine can do (lookaround, backreferences,
 `\\Z`); such a pattern is matched by the `regex` module instead, which
 backtracks too but gives up at the deadline it is handed (counted in the
@@ -94,7 +94,7 @@ def _compiled(pattern: str) -> _Re2 | _Backtracking | _Unusable:
         return _Re2(re2.compile(pattern, _OPTIONS))
     except (re2.error, UnicodeEncodeError):
         pass
-    import regex  # imported only when first needed: 15 ms of a cold start most catalogs never need
+    import regex  # imported only when first needed: most catalogs never need its import time
 
     try:
         return _Backtracking(regex.compile(pattern))

@@ -5,8 +5,9 @@ Lambda the body is not what is counted: the handler returns it as a string
 inside the response object, and the runtime serialises that object as JSON
 again, so every quote and backslash in the body takes two bytes (a quote inside
 a string of the result: four), and the invocation response may hold at most
-6 MB (6,291,456 bytes) of that. A body of 4,554,043 bytes can become a response
-of 6,738,222, which Lambda refuses and the caller sees as a bare 502.
+6 MB (6,291,456 bytes) of that. A body well under 6 MB can therefore become a
+response Lambda refuses, which the caller sees as a bare 502 (measured cases:
+docs/deploy.md, "6 MB of response").
 
 The runtime of Python 3.12 and later (awslambdaric) writes non-ASCII characters
 as they are (UTF-8); older ones wrote `\\uXXXX`. `ResponseSize.lambda_runtime`

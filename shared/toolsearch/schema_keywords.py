@@ -5,7 +5,8 @@
   `unevaluatedProperties` consult) are matched by `patterns` (RE2, linear time), never by
   Python's backtracking `re`; a schema's own patterns are checked (format "regex") the same way;
 - `uniqueItems`, `unevaluatedItems` and `unevaluatedProperties` take linear time (jsonschema
-  compares every pair: minutes for an array of 300,000 items);
+  compares every pair, time that grows with the square of the length: docs/benchmarks.md,
+  "Argument checks");
 - messages show a few items of a long value, not all of it (jsonschema repeats a whole `enum`
   in the message of every item that misses it);
 - every keyword applied and every pattern matched first checks the deadline of the `Check`

@@ -1,8 +1,8 @@
 """The five tools the model sees: names, descriptions, input and output schemas, annotations.
 
-The descriptions answer what the registry review of the reference found missing:
-which sibling to use when, what happens to unknown names, that results come
-live from the upstream, and that writes are approved one by one.
+The descriptions say which sibling to use when, what happens to unknown names,
+that results come live from the upstream, and that writes are approved one by
+one. What that costs in tokens: docs/benchmarks.md ("Tokens: what a client loads").
 """
 
 from __future__ import annotations

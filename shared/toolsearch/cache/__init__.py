@@ -1,5 +1,4 @@
-"""Caller catalogs cached in two tiers: warm memory in front of a DynamoDB table with TTL."""
+"""The shared tier of the catalog cache: a DynamoDB table with TTL (`dynamo.DynamoSharedTier`).
 
-from toolsearch.cache.dynamo import DynamoSharedTier, StoredCatalog
-
-__all__ = ["DynamoSharedTier", "StoredCatalog"]
+The warm in-memory tier in front of it is `catalog_store.CatalogStore`'s, not this package's.
+"""

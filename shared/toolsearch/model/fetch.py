@@ -32,16 +32,12 @@ never taken for a complete model.
 With `quantize` or `dims`, the raw download goes to a sibling folder
 `<model_dir>.source` and the prepared model (see `prepare.py`) to `model_dir`.
 
-Why not `huggingface_hub.hf_hub_download`. It would replace `_Hub` below (the GETs, HEADs,
-retries and Range resumes, about 190 lines), not the rest: it checks sizes and ETags but not a
-pinned SHA-256, so the lock, `verify_file`, the manifest and `prepare` stay either way. Against
-that, huggingface_hub 2.x (installed here only as model2vec's dependency, undeclared) brings
-httpx2 and hf-xet (about 18 MB), and for a repository stored on Xet, as the hub now stores large
-files, it downloads through hf-xet's native client: its retries, partial files and requests are
-its own, outside the `{endpoint}/{repo}/resolve/...` layout that a mirror serves and that the
-tests drive faults through (connections dropped mid-body, 429 and 5xx, servers that ignore
-Range). Keeping `_Hub` keeps one HTTP client (httpx, already a runtime dependency) and faults
-that are tested; revisit if the hub stops serving `resolve` URLs to plain HTTP clients.
+The HTTP is `_Hub`'s own (httpx, a runtime dependency already), not `huggingface_hub`'s: that
+library would replace `_Hub` only (it checks no pinned SHA-256, so the lock, `verify_file`, the
+manifest and `prepare` stay either way), and for a repository stored on Xet it downloads through
+hf-xet's client, outside the `resolve` layout that a mirror serves and that the tests drive
+faults through. Revisit if the hub stops serving `resolve` URLs to plain HTTP clients; the
+comparison, with sizes, is in docs/deploy.md ("1. Fetch the model").
 """
 
 from __future__ import annotations

@@ -15,14 +15,15 @@ Two loaders share one interface:
 For the production shape (500,353 tokens) `StaticModel` costs seconds beyond
 reading the files: its constructor deep-copies the tokenizer, sorts the whole
 vocabulary and serialises the tokenizer to JSON to find the unknown token
-(`bench/bench_model_load.py` prints the figures). The fast path does none of
-that and computes the same vectors: model2vec's tokenization (no special
-tokens, unknown tokens dropped, at most `max_length` tokens) and mean pooling,
-with the optional per-token `weights` and `mapping` tensors. The one
-difference: model2vec first cuts a text at `max_length` x the vocabulary's
-median token length in characters, which needs the sorted vocabulary; here a
-text is cut at `max_length` x 16 characters (a guard against huge inputs) and
-then at `max_length` tokens, so the two agree on any text shorter than that.
+(`bench/bench_model_load.py` prints the figures; docs/benchmarks.md, "Cold
+start", quotes them). The fast path does none of that and computes the same
+vectors: model2vec's tokenization (no special tokens, unknown tokens dropped, at
+most `max_length` tokens) and mean pooling, with the optional per-token
+`weights` and `mapping` tensors. The one difference: model2vec first cuts a text
+at `max_length` x the vocabulary's median token length in characters, which
+needs the sorted vocabulary; here a text is cut at `max_length` x 16 characters
+(a guard against huge inputs) and then at `max_length` tokens, so the two agree
+on any text shorter than that.
 """
 
 from __future__ import annotations

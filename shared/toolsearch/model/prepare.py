@@ -23,14 +23,11 @@ of the energy kept either way (`variance_kept` in the manifest).
 
 Not offered: model2vec's vocabulary quantization (`quantize_model(...,
 vocabulary_quantization=k)`: k k-means centroids, a token -> centroid mapping
-and per-token weights; the loader reads such a model). Measured on the
-development model (`layers/model/quantize_vocabulary.py`, layers/model/README.md):
-130,000 rows -> 8,000 cost hybrid recall@5 1.2 points in English and 2.4 in
-Lithuanian for users' own words, and cut what the embedding alone finds in
-Lithuanian by a third (by half at 2,000: tokens of both languages share
-centroids, undoing the cross-lingual alignment); k-means took 11 minutes for 130,000 rows on 2 cores and needs
-scikit-learn. int8 already fits the production model in a layer, so the
-saving is not worth that.
+and per-token weights; the loader reads such a model). It costs recall,
+Lithuanian most (tokens of both languages share centroids, undoing the
+cross-lingual alignment), its k-means takes minutes and needs scikit-learn, and
+it shrinks the matrix only, which int8 already fits in a layer. The figures are
+in layers/model/README.md ("Vocabulary quantization: measured, not offered").
 """
 
 from __future__ import annotations
@@ -151,7 +148,7 @@ def prepare_model(
     for name in COPIED_FILES:
         if (source / name).is_file():
             write_atomic(out / name, (source / name).read_bytes())
-    # The vocabulary as the loader maps it (unigram.py): a cold start in milliseconds, not seconds.
+    # The vocabulary as the loader maps it (unigram.py), so a cold start never builds the whole trie.
     from toolsearch.model.unigram import write_sidecar
 
     write_sidecar(out)

@@ -1,14 +1,15 @@
 """A Unigram tokenizer that loads in a fraction of the time and memory `tokenizers` needs.
 
 `tokenizers` builds a byte trie of every piece when it loads a Unigram model: for the
-production model's 500,353 pieces that is about 1.8 s and 700 MiB resident, most of a cold
-start. Yet a text can only ever be cut into pieces that occur in it. So this tokenizer looks
-up which pieces occur in the texts of a call (every substring of every pre-tokenized word, up
-to the longest piece) and hands exactly those, with their scores, to a `tokenizers` Unigram
-model built for the call. The cutting itself (normalizer, pre-tokenizer, added tokens,
-Viterbi, unknown-token handling, truncation) is still `tokenizers`' own code, so the ids are
-those of the full tokenizer; the vocabulary's lowest-scoring piece is always included, because
-the unknown-token penalty is counted from the lowest score.
+production model's 500,353 pieces that is most of a cold start's time and memory
+(docs/benchmarks.md, "Cold start"). Yet a text can only ever be cut into pieces that occur in
+it. So this tokenizer looks up which pieces occur in the texts of a call (every substring of
+every pre-tokenized word, up to the longest piece) and hands exactly those, with their scores,
+to a `tokenizers` Unigram model built for the call. The cutting itself (normalizer,
+pre-tokenizer, added tokens, Viterbi, unknown-token handling, truncation) is still
+`tokenizers`' own code, so the ids are those of the full tokenizer; the vocabulary's
+lowest-scoring piece is always included, because the unknown-token penalty is counted from the
+lowest score.
 
 The vocabulary is memory-mapped from a sidecar file, `tokenizer.unigram`, written beside
 tokenizer.json when a model is prepared (`toolsearch fetch-model`) and when the Lambda layer is

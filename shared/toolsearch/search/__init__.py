@@ -1,8 +1,10 @@
 """Search over one catalog, behind one small interface.
 
-`build_index(tools, embedder)` returns an index whose `search(queries, limit)`
-ranks the catalog's tools for each query. The lexical half (BM25) always runs;
-the embedding half joins in when an embedder is given.
+This module holds the interface: a `SearchIndex` ranks a catalog's tools for each query
+(`search(queries, limit)`) as lists of `Hit`s. `search.index.make_indexer(embedder)` gives the
+function that builds one for a `Catalog`: BM25 (`search.lexical`) always, fused with embeddings
+(`search.embedding`, `search.hybrid`) when an embedder is given; `search.embedder` picks that
+embedder from the settings.
 """
 
 from __future__ import annotations

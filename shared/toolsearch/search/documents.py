@@ -1,15 +1,12 @@
 """What of a tool the search indexes: its name, title, description and parameters.
 
-Name words are repeated `NAME_WEIGHT` times (the title `TITLE_WEIGHT` times)
-so a query word found in a tool's name outweighs the same word found in a long
-description. On the evaluation set (567 tools, 252 questions; `bench/bench_lexical.py
---recall`) name x2 and title x1 ties the best English and Lithuanian hit@5
-(40.1%, 15.5%) with name x1; name x3 and more lose 1-2 points as BM25's length
-normalisation punishes the longer documents, and no title loses Lithuanian.
-The tie goes to x2: the model's own queries name actions and objects ("create
-jira issue") more often than the evaluation's human questions do.
-Schemas come from the upstream and may be malformed: anything that is not the
-expected shape is skipped, never raised on.
+Name words are repeated `NAME_WEIGHT` times (the title `TITLE_WEIGHT` times) so
+a query word found in a tool's name outweighs the same word found in a long
+description; more repeats lose recall, as BM25's length normalisation punishes
+the longer documents. The weights are the ones `bench/bench_lexical.py --recall`
+finds best on the evaluation set (figures in docs/benchmarks.md, "What the BM25
+documents hold"). Schemas come from the upstream and may be malformed: anything
+that is not the expected shape is skipped, never raised on.
 """
 
 from __future__ import annotations
@@ -70,17 +67,10 @@ def schema_text(schema: Any) -> list[str]:
     return texts
 
 
-def _title(tool: Tool) -> str:
-    try:
-        return _text(tool.title)
-    except AttributeError:  # "annotations" that is not an object
-        return ""
-
-
 def document_text(tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT) -> str:
     """The text indexed for `tool`, heavier fields repeated."""
     parts = [name_words(tool.name)] * name_weight
-    if title := _title(tool):
+    if title := tool.title:  # always a string: Tool.title skips odd titles and annotations
         parts += [title] * title_weight
     parts.append(tool.description)
     parts += schema_text(tool.input_schema)

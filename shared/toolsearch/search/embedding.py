@@ -72,9 +72,9 @@ class VectorCache:
 def single_threaded_blas() -> None:
     """One BLAS thread for the whole process, set once.
 
-    A query's product with the tool matrix takes well under a millisecond on one
-    core. More threads only wait for a CPU that a Lambda function (or a busy host)
-    does not have: at 10,000 tools that measured 15 ms instead of 1 ms.
+    A query's product with the tool matrix is small work for one core; split across threads,
+    it waits for a CPU that a Lambda function (or a busy host) does not have, and takes many
+    times longer (docs/benchmarks.md, "Search latency").
     """
     import threadpoolctl  # here, not at import: a cold start that never searches skips it
 

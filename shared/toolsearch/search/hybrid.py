@@ -2,17 +2,12 @@
 
 Fusion is a weighted sum of each ranking's scores, each scaled to [0, 1] over
 its own top candidates (BM25 from min(0, worst) to its best, cosine from the
-candidates' floor to their best). Measured on the evaluation set (`toolsearch
-eval --fusion all`, the base development model, w=0.7): against reciprocal rank
-fusion it wins at first place and in MRR on users' own words (English recall@1
-24.6% against 23.0%; Lithuanian R@5 26.2% against 25.0%) and clearly on the
-queries models write (English recall@1 88.1% against 83.3%), for one English
-request fewer at 5 (45.2% against 46.4%); RRF throws away how sure each ranking
-is. The best weight depends on the model: with the base development model, whose embeddings alone
-found a right tool in the top 5 for 36% of English requests, BM25 carried 0.7 of the score; the
-tool-trained development model (45% by itself) earns 0.4, chosen on its training set's held-out
-servers (`python -m tools.devmodel.heldout`), not on the evaluation set (the `lexical_weight`
-setting; a stronger model earns a lower weight still).
+candidates' floor to their best), so it keeps how sure each ranking is, which
+reciprocal rank fusion (`Fusion(method="rrf")`, kept for comparison) throws away.
+BM25's share is the `lexical_weight` setting. The best share depends on the
+model: a stronger model earns a lower one. `toolsearch eval --fusion all`
+measures every weight and RRF for the model in use; docs/benchmarks.md
+("Search quality") has the figures behind the default and behind the weighted sum.
 """
 
 from __future__ import annotations

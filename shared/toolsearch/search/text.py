@@ -16,7 +16,7 @@ short and often typed without diacritics, so `tokenize_query` always takes
 both stems: an English document holds only English stems, so the extra query
 stems rarely match there. Stemming every word of every text both ways would
 count a word twice whenever its two stems differ ("time": "time", "tim") and
-cost about 8 points of English hit@5 on the evaluation set (bench/bench_lexical.py).
+lose English recall (docs/benchmarks.md, "What the BM25 documents hold").
 
 Chinese, Japanese and Korean runs have no spaces between words: they become
 overlapping character bigrams (a lone character stays a unigram), the usual
