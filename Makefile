@@ -5,11 +5,12 @@ serve:  ## run the proxy on 127.0.0.1:8080 in front of the built-in demo upstrea
 	@scripts/bootstrap.sh
 	.venv/bin/toolsearch serve $(ARGS)
 
-test:  ## lint, then every test (what CI runs)
+test:  ## lint, type-check, then every test (what CI runs)
 	@scripts/bootstrap.sh --test
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	.venv/bin/toolsearch docs --check
+	.venv/bin/mypy
 	.venv/bin/python -m pytest -q $(ARGS)
 
 lint:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 _import_started = time.perf_counter()
 
@@ -28,7 +29,7 @@ try:  # SnapStart's runtime hooks: part of Lambda's Python runtime (snapshot-res
     from snapshot_restore_py import register_after_restore
 except ImportError:  # elsewhere there is no snapshot to restore from
 
-    def register_after_restore(func):  # type: ignore[no-redef]
+    def register_after_restore(func: Callable[[], None]) -> Callable[[], None]:
         return func
 
 

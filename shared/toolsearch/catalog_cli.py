@@ -66,7 +66,8 @@ def _check(reply: Any, token_env: str | None) -> dict[str, Any]:
     if reply.status_code == 200 and isinstance(body, dict):
         return body
     error = body.get("error") if isinstance(body, dict) else None
-    message = error.get("message") if isinstance(error, dict) else f"HTTP {reply.status_code}"
+    given = error.get("message") if isinstance(error, dict) else None
+    message = given if isinstance(given, str) else f"HTTP {reply.status_code}"
     if reply.status_code == 401:
         message += f"; put a token in ${token_env or DEFAULT_TOKEN_ENV}"
     if reply.status_code == 404:

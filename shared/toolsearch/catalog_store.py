@@ -19,6 +19,7 @@ refresh; a cold one waits for the holder's copy instead of listing too.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
@@ -65,12 +66,15 @@ class CatalogSource(Protocol):
 class Indexer(Protocol):
     """Builds a catalog's search index (`search.index.make_indexer`); CPU work, run in a thread."""
 
-    def __call__(self, catalog: Catalog) -> SearchIndex: ...
+    def __call__(self, catalog: Catalog, /) -> SearchIndex: ...
 
 
 class StoredCatalog(Protocol):
-    data: bytes  # Catalog.to_json()
-    fetched_at: float  # unix seconds
+    @property
+    def data(self) -> bytes: ...  # Catalog.to_json()
+
+    @property
+    def fetched_at(self) -> float: ...  # unix seconds
 
 
 class SharedTier(Protocol):
@@ -220,10 +224,13 @@ class CatalogStore:
         # finishing (and keeping) even when the request that started it has been answered.
         task = asyncio.create_task(self._load(caller, background), context=deadline.detached())
         self._loading[caller.key] = task
-        task.add_done_callback(lambda _t, key=caller.key: self._loading.pop(key, None))
+        task.add_done_callback(functools.partial(self._forget_load, caller.key))
         # Its waiters may all have been cancelled (shield): read its failure so none goes unretrieved.
         task.add_done_callback(_retrieve)
         return task
+
+    def _forget_load(self, key: str, _task: asyncio.Task[IndexedCatalog]) -> None:
+        self._loading.pop(key, None)
 
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
         started = time.perf_counter()

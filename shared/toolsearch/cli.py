@@ -10,6 +10,7 @@ from pathlib import Path
 from . import __version__
 from . import settings as settings_module
 from .catalog_cli import add_catalog_arguments, run_catalog
+from .search import Embedder
 
 DOCS_PATH = Path("docs/configuration.md")
 DEFAULT_TRAINING_SET = Path(".cache/devmodel-tool/training-set.json")
@@ -92,7 +93,7 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_other(folder: str):
+def _load_other(folder: str) -> Embedder:
     from .model.load import load_embedder
 
     return load_embedder(folder)

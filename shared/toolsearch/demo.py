@@ -87,7 +87,7 @@ async def _handle(request: Request) -> Response:
             result.update(ttlMs=600_000, cacheScope="public")
     elif method == "tools/call":
         name = params.get("name")
-        if not any(tool["name"] == name for tool in tools):
+        if not isinstance(name, str) or not any(tool["name"] == name for tool in tools):
             error = P.RpcError(P.INVALID_PARAMS, f"Unknown tool: {name}")
             return JSONResponse(P.error_response(request_id, error))
         result = _result(name, params.get("arguments") or {})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
@@ -176,7 +176,7 @@ def recall_by_domain(
     return out
 
 
-def render_comparison(rows: dict[str, Sequence[Figures]]) -> str:
+def render_comparison(rows: Mapping[str, Sequence[Figures]]) -> str:
     """Figures of several models side by side: one line per search, phrasing and language."""
     labels = list(rows)
     keyed = {

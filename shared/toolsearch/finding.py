@@ -36,7 +36,7 @@ async def search_tools(
         )
     limit = int(arguments.get("limit", T.DEFAULT_LIMIT))
     with_schemas = bool(arguments.get("schemas", True))
-    asked: list[str] = [query] if queries is None else list(queries)
+    asked = [str(query)] if queries is None else [str(text) for text in queries]
     if sum(len(text) for text in asked) > THREAD_ABOVE_CHARS:
         ranked = await asyncio.to_thread(entry.index.search, asked, limit)
     else:

@@ -18,13 +18,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import deadline
 from . import protocol as P
 from .settings import Settings
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:  # boto3 is imported only when the table is configured
+    from .cache.dynamo import DynamoSharedTier
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +90,7 @@ class EmfMetrics:
         with self._lock:
             self._pending.append((name, float(value), tuple(sorted(dimensions.items()))))
 
-    def flush(self) -> list[dict[str, Any]]:
+    def flush(self) -> list[Mapping[str, Any]]:
         """Print (and return) the buffered metrics as EMF documents, and forget them."""
         from aws_lambda_powertools.metrics.functions import is_metrics_disabled
         from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import (
@@ -101,7 +104,7 @@ class EmfMetrics:
         groups: dict[tuple[tuple[str, str], ...], list[tuple[str, float]]] = {}
         for name, value, dims in pending:
             groups.setdefault(dims, []).append((name, value))
-        documents = []
+        documents: list[Mapping[str, Any]] = []
         for dims, entries in groups.items():
             for start in range(0, len(entries), _VALUES_PER_DOCUMENT):
                 provider = AmazonCloudWatchEMFProvider(namespace=self.namespace, service=self.service)
@@ -141,7 +144,7 @@ def _due(scope: dict[str, Any], settings: Settings) -> float | None:
     if callable(remaining):
         due.append(now + remaining() / 1000 - LAMBDA_MARGIN)
     event = scope.get("aws.event")
-    if through_api_gateway(event):
+    if isinstance(event, dict) and through_api_gateway(event):
         due.append(now + settings.api_gateway_timeout - _waited_at_gateway(event, settings))
     return min(due) if due else None
 
@@ -226,7 +229,9 @@ def _refused(status: int, message: str, exc: Exception) -> dict[str, Any]:
     }
 
 
-def catalog_tier(settings: Settings, telemetry: Telemetry, *, clock: Callable[[], float] = time.time) -> Any:
+def catalog_tier(
+    settings: Settings, telemetry: Telemetry, *, clock: Callable[[], float] = time.time
+) -> DynamoSharedTier | None:
     """The DynamoDB tier when `dynamodb_table` is set, else None (memory only).
 
     Items live as long as a catalog may be served (`catalog_max_age`), not only while it is fresh:

@@ -94,7 +94,9 @@ class ProgressRelay:
         if self.relayed >= self._limit:
             return None
         progress, total, message = params.get("progress"), params.get("total"), params.get("message")
-        if not _finite(progress) or (total is not None and not _finite(total)):
+        if not isinstance(progress, int | float) or not _finite(progress):
+            return None
+        if total is not None and not _finite(total):
             return None
         if self._last is not None and progress <= self._last:
             return None

@@ -351,7 +351,7 @@ def render_markdown() -> str:
             lines += [f"## {group}", "", "| Flag | Environment variable | Default | Meaning |"]
             lines.append("|---|---|---|---|")
             current = group
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         if isinstance(default, list):
             default = ",".join(default)
         shown = f"`{default}`" if default != "" else "(empty)"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +20,7 @@ Sink = Callable[[str, float, dict[str, str]], None]
 
 class Telemetry:
     def __init__(self) -> None:
-        self.counts: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
+        self.counts: defaultdict[tuple[str, tuple[tuple[str, str], ...]], float] = defaultdict(float)
         self._sinks: list[Sink] = []
         self._lock = threading.Lock()
 

@@ -117,7 +117,8 @@ def _build(schema: Any) -> jsonschema.protocols.Validator:
         raise SchemaUnusable(f"unsupported JSON Schema dialect {dialect!r}")
     bounded_cls, schema_formats = bounded(cls)
     try:
-        cls.check_schema(schema, format_checker=schema_formats)
+        # jsonschema takes format_checker here; its published stubs lag behind.
+        cls.check_schema(dict(schema), format_checker=schema_formats)  # type: ignore[call-arg]
     except jsonschema.exceptions.SchemaError as exc:
         raise SchemaUnusable(f"invalid input schema: {_clip(exc.message, 200)}") from exc
     except RecursionError:

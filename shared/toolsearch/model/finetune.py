@@ -37,7 +37,7 @@ import logging
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,9 @@ def info_nce(
 class SparseAdam:
     """Adam whose moments and steps touch only the rows given."""
 
-    def __init__(self, shape: tuple[int, int], lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self, shape: tuple[int, int], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+    ) -> None:
         self.m = np.zeros(shape, np.float32)
         self.v = np.zeros(shape, np.float32)
         self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
@@ -238,7 +240,7 @@ def recall_at(ranked: np.ndarray, targets: np.ndarray, k: int) -> float:
     return float((ranked[:, :k] == targets[:, None]).any(axis=1).mean()) if len(targets) else 0.0
 
 
-def request_batches(n: int, config: FineTuneConfig, rng: np.random.Generator):
+def request_batches(n: int, config: FineTuneConfig, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Batches of request indices, a new shuffle for every pass over them, endlessly."""
     while True:
         order = rng.permutation(n)
@@ -270,7 +272,14 @@ class PairTerm:
     Every 20th pair is held out and scored (first -> second top-1 among the held-out pairs).
     """
 
-    def __init__(self, name: str, first: list[np.ndarray], second: list[np.ndarray], weight: float, rng):
+    def __init__(
+        self,
+        name: str,
+        first: list[np.ndarray],
+        second: list[np.ndarray],
+        weight: float,
+        rng: np.random.Generator,
+    ) -> None:
         usable = [k for k in range(len(first)) if len(first[k]) and len(second[k])]
         self.name, self.first, self.second, self.weight = name, first, second, weight
         self.held = usable[::20] if len(usable) >= 40 else []

@@ -152,7 +152,7 @@ class _MappedVocabulary:
         position = len(_MAGIC)
         (header_len,) = struct.unpack_from("<Q", view, position)
         position += 8
-        self.header = json.loads(bytes(view[position : position + header_len]))
+        self.header: dict[str, Any] = json.loads(bytes(view[position : position + header_len]))
         position += header_len
 
         def region(size: int) -> memoryview:
@@ -200,7 +200,7 @@ class _LoadedVocabulary:
         for i, piece in enumerate(pieces):
             self._groups.setdefault(bucket_key(piece), {})[piece] = i
         floor = scores.index(min(scores))
-        self.header = {
+        self.header: dict[str, Any] = {
             "count": len(pieces),
             "longest": max(map(len, pieces)),
             "floor": floor,
@@ -253,7 +253,7 @@ class SubVocabularyTokenizer:
         self._pipeline = Tokenizer.from_str(json.dumps(small))
         self._added_tokens = list(self._pipeline.get_added_tokens_decoder().values())
         self._truncation: int | None = None
-        self._words: dict[str, tuple[int, ...]] = {}
+        self._words: dict[str, tuple[tuple[int, str], ...]] = {}
 
     @classmethod
     def from_folder(cls, folder: str | Path) -> SubVocabularyTokenizer:
@@ -289,7 +289,7 @@ class SubVocabularyTokenizer:
         if self.unk_id is not None:
             needed.pop(self.unk_id, None)
             order = [self.unk_id, *sorted(needed)]
-            needed[self.unk_id] = self.unk_piece
+            needed[self.unk_id] = self.unk_piece or ""
         model = models.Unigram(
             [(needed[i], float(self.scores[i])) for i in order],
             0 if self.unk_id is not None else None,

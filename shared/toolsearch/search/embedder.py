@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+
+from toolsearch.search import Embedder
 
 logger = logging.getLogger(__name__)
 
@@ -12,7 +13,7 @@ class EmbedderUnavailable(Exception):
     """`embedder model2vec` was asked for, but no model could be loaded."""
 
 
-def load_configured_embedder(choice: str, model_dir: str = "") -> Any:
+def load_configured_embedder(choice: str, model_dir: str = "") -> Embedder | None:
     """The embedder to search with, or None for BM25 alone (said once in the log)."""
     if choice == "none":
         logger.info("search is lexical only: embedder none")

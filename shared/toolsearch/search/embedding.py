@@ -13,12 +13,11 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from toolsearch.catalog import Tool
-from toolsearch.search import Hit
+from toolsearch.search import Embedder, Hit
 from toolsearch.search.documents import name_words
 
 MAX_DESCRIPTION_CHARS = 1_000  # the first part says what a tool does; the rest dilutes its vector
@@ -43,7 +42,7 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._vectors)
 
-    def vectors(self, embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    def vectors(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
         out = np.zeros((len(texts), embedder.dim), np.float32)
         missing: list[int] = []
@@ -104,6 +103,6 @@ class EmbeddingIndex:
         return [Hit(int(top[i]), float(scores[top[i]])) for i in order]
 
 
-def build_embedding_index(tools: Sequence[Tool], embedder: Any, cache: VectorCache) -> EmbeddingIndex:
+def build_embedding_index(tools: Sequence[Tool], embedder: Embedder, cache: VectorCache) -> EmbeddingIndex:
     texts = [embedding_text(tool) for tool in tools]
     return EmbeddingIndex(cache.vectors(embedder, texts))

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from toolsearch.search import Hit
+from toolsearch.search import Embedder, Hit
 from toolsearch.search.embedding import EmbeddingIndex
 from toolsearch.search.lexical import LexicalIndex
 
@@ -65,7 +64,11 @@ class HybridIndex:
     """Implements `toolsearch.search.SearchIndex`: BM25 fused with cosine similarity."""
 
     def __init__(
-        self, lexical: LexicalIndex, semantic: EmbeddingIndex, embedder: Any, fusion: Fusion = DEFAULT_FUSION
+        self,
+        lexical: LexicalIndex,
+        semantic: EmbeddingIndex,
+        embedder: Embedder,
+        fusion: Fusion = DEFAULT_FUSION,
     ) -> None:
         self.lexical = lexical
         self.semantic = semantic

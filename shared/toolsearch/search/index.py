@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from toolsearch.catalog import Catalog
-from toolsearch.search import SearchIndex
+from toolsearch.search import Embedder, SearchIndex
 from toolsearch.search.embedding import VectorCache, build_embedding_index
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, HybridIndex
 from toolsearch.search.lexical import build_lexical_index
 
 
 def make_indexer(
-    embedder: Any = None, *, cache: VectorCache | None = None, fusion: Fusion = DEFAULT_FUSION
+    embedder: Embedder | None = None, *, cache: VectorCache | None = None, fusion: Fusion = DEFAULT_FUSION
 ) -> Callable[[Catalog], SearchIndex]:
     """An indexer for catalogs; with an embedder, tool vectors are shared through one cache."""
     cache = cache if cache is not None else VectorCache()  # an empty cache is falsy (len 0)

@@ -19,6 +19,7 @@ caller's sink, checked and bounded (progress.py).
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.cookiejar
 import itertools
 import logging
@@ -341,12 +342,8 @@ class Upstream:
                 raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
             limit = min(self._limit, left)
             try:
-                result, size = await self._retrying(
-                    lambda p=params, n=limit: self._deadline(
-                        self._request(authorization, era, "tools/list", p, {}, limit=n)
-                    ),
-                    deadline,
-                )
+                page = functools.partial(self._list_page, authorization, era, params, limit)
+                result, size = await self._retrying(page, deadline)
             except UpstreamError as exc:
                 if exc.kind == "too_large" and limit == left:
                     raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes") from None
@@ -371,6 +368,11 @@ class Upstream:
             seen.add(cursor)
         log.warning("upstream tools/list has more than %d pages; keeping the first ones", len(pages))
         return pages
+
+    async def _list_page(
+        self, authorization: str | None, era: str, params: dict[str, Any], limit: int
+    ) -> tuple[dict, int]:
+        return await self._deadline(self._request(authorization, era, "tools/list", params, {}, limit=limit))
 
     async def _retrying(self, attempt: Callable[[], Awaitable[Any]], deadline: float) -> Any:
         retries = max(0, self._config.list_retries)
@@ -610,7 +612,7 @@ def _clean(pages: list[list[Any]]) -> Listing:
                 dropped.append((shown, reason))
                 log.warning("upstream tool %s dropped: %s", shown, reason)
                 continue
-            seen.add(name)
+            seen.add(str(name))
             tools.append(tool)
     return Listing(tools=tools, instructions="", dropped=dropped)
 

@@ -108,10 +108,10 @@ async def _read(
         return Reply(status, headers, message, size)
     if media_type == "application/json" or media_type.endswith("+json"):
         raw = await _read_bounded(response, limit)
-        message = _json_object(raw)
-        if message is None:
+        parsed = _json_object(raw)
+        if parsed is None:
             raise UpstreamError("bad_response", "the upstream answered something that is not a JSON object")
-        return Reply(status, headers, message, len(raw))
+        return Reply(status, headers, parsed, len(raw))
     raise UpstreamError(
         "bad_response", f"the upstream answered an unexpected content type ({media_type or 'none'})"
     )
