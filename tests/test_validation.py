@@ -20,6 +20,7 @@ from toolsearch.validation import (
     MAX_MESSAGE_CHARS,
     SchemaUnusable,
     Uncheckable,
+    Validators,
     _errors,
     argument_errors,
     check_arguments,
@@ -265,8 +266,8 @@ async def test_a_schema_as_deep_as_a_listed_tool_may_be_is_built_and_checked(dia
         schema = SHAPES[shape](schema)
     schema = {"$schema": dialect, **schema} if dialect else schema
     assert deeper_than({"name": "deepest", "inputSchema": schema}, MAX_DEPTH) is False
-    assert isinstance(await check_arguments(schema, 5, timeout=30), list)
-    assert isinstance(await check_arguments(schema, nested(20), timeout=30), list)
+    assert isinstance(await check_arguments(schema, 5, timeout=30, validators=Validators()), list)
+    assert isinstance(await check_arguments(schema, nested(20), timeout=30, validators=Validators()), list)
 
 
 def test_a_cancelled_check_stops_at_its_next_keyword():
@@ -278,7 +279,7 @@ def test_a_cancelled_check_stops_at_its_next_keyword():
 
     def run() -> None:
         try:
-            outcome.append(_errors(schema, rows, MAX_DEPTH, check))
+            outcome.append(_errors(schema, rows, MAX_DEPTH, check, Validators()))
         except Uncheckable as exc:
             outcome.append(exc.reason)
 

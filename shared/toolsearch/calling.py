@@ -156,7 +156,9 @@ class UpstreamCalls:
             return _invalid(tool, ["arguments: must be an object"]), "invalid_arguments"
         timeout = self._limits.validation_timeout
         try:
-            problems = await check_arguments(tool.input_schema, arguments, timeout=timeout)
+            problems = await check_arguments(
+                tool.input_schema, arguments, timeout=timeout, validators=entry.validators
+            )
         except SchemaUnusable as exc:
             # The upstream's schema can't be checked here; the upstream still validates the call.
             logger.warning("input schema unusable", extra={"tool": name, "reason": type(exc).__name__})

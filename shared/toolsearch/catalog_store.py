@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import deadline
@@ -34,6 +34,7 @@ from .callers import Caller
 from .catalog import Catalog
 from .search import SearchIndex
 from .upstream import Listing, UpstreamError
+from .validation import Validators
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +43,11 @@ _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier w
 
 @dataclass(frozen=True, slots=True)
 class IndexedCatalog:
+    """A catalog with what is derived from it once: its search index and its schemas' validators."""
+
     catalog: Catalog
     index: SearchIndex
+    validators: Validators = field(default_factory=Validators)
 
 
 @dataclass(frozen=True)

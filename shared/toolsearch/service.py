@@ -27,7 +27,7 @@ from .refusal import CallerRefused, raise_if_refused, refusals_raised
 from .results import error_result
 from .telemetry import Telemetry
 from .upstream import UpstreamError
-from .validation import Uncheckable, argument_errors
+from .validation import Uncheckable, Validators, argument_errors
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class ToolService:
         self._definitions = T.proxy_tools(config.max_batch_calls, config.max_query_chars)
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in self._definitions}
         self._pinned = tuple(name for name in config.pinned_tools if name not in self._schemas)
+        self._validators = Validators()  # for the five tools' own schemas
 
     # -- what a client is told
 
@@ -141,7 +142,9 @@ class ToolService:
         try:
             # Our own schemas are small and have no patterns: checked here, on the event loop. The
             # upstream tool's arguments inside are checked, to MAX_DEPTH, before they are passed on.
-            problems = argument_errors(schema, arguments, max_depth=MAX_RELAYED_DEPTH)
+            problems = argument_errors(
+                schema, arguments, max_depth=MAX_RELAYED_DEPTH, validators=self._validators
+            )
         except Uncheckable as exc:
             message = f"The arguments of {name} could not be checked against its input schema ({exc})."
             return error_result("invalid_arguments", message, problems=[str(exc)])

@@ -28,7 +28,6 @@ import math
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -79,33 +78,36 @@ def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 # -- validators, built once per schema
 
+
 _Built = jsonschema.protocols.Validator | SchemaUnusable | Uncheckable
-_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], _Built]] = OrderedDict()
-_MAX_VALIDATORS = 4096
-_LOCK = threading.Lock()  # checks run in several worker threads
 
 
-def _compiled(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
-    """The schema's validator, built once per schema object (catalogs are immutable, so ids are stable
-    while the entry keeps the schema alive); an unusable schema is remembered as such."""
-    key = id(schema)
-    with _LOCK:
-        entry = _VALIDATORS.get(key)
-        if entry is not None and entry[0] is schema:
-            _VALIDATORS.move_to_end(key)
-    if entry is None or entry[0] is not schema:
-        try:
-            built: _Built = _build(schema)
-        except (SchemaUnusable, Uncheckable) as exc:
-            built = exc
-        entry = (schema, built)
-        with _LOCK:
-            _VALIDATORS[key] = entry
-            while len(_VALIDATORS) > _MAX_VALIDATORS:
-                _VALIDATORS.popitem(last=False)
-    if isinstance(entry[1], SchemaUnusable | Uncheckable):
-        raise entry[1]
-    return entry[1]
+class Validators:
+    """Each schema's validator, built once per schema object for as long as this object lives.
+
+    One per catalog (`catalog_store.IndexedCatalog`): a catalog is immutable, so its schemas
+    stay the same objects, and its validators go with it. An unusable schema is remembered as such.
+    """
+
+    def __init__(self) -> None:
+        self._built: dict[int, tuple[Mapping[str, Any], _Built]] = {}
+        self._lock = threading.Lock()  # checks run in several worker threads
+
+    def validator(self, schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
+        key = id(schema)
+        with self._lock:
+            entry = self._built.get(key)
+        if entry is None or entry[0] is not schema:  # the id of a schema no longer alive: build anew
+            try:
+                built: _Built = _build(schema)
+            except (SchemaUnusable, Uncheckable) as exc:
+                built = exc
+            entry = (schema, built)
+            with self._lock:
+                self._built[key] = entry
+        if isinstance(entry[1], SchemaUnusable | Uncheckable):
+            raise entry[1]
+        return entry[1]
 
 
 def _build(schema: Any) -> jsonschema.protocols.Validator:
@@ -146,10 +148,12 @@ def _message(error: jsonschema.exceptions.ValidationError) -> str:
     return message
 
 
-def _errors(schema: Mapping[str, Any], arguments: Any, max_depth: int, check: Check) -> list[str]:
+def _errors(
+    schema: Mapping[str, Any], arguments: Any, max_depth: int, check: Check, validators: Validators
+) -> list[str]:
     if deeper_than(arguments, max_depth):
         raise Uncheckable("too_deep", f"the arguments nest more than {max_depth} levels deep")
-    validator = _compiled(schema)
+    validator = validators.validator(schema)
     try:
         with checking(check):
             errors = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS + 1))
@@ -173,22 +177,33 @@ def _errors(schema: Mapping[str, Any], arguments: Any, max_depth: int, check: Ch
 
 
 def argument_errors(
-    schema: Mapping[str, Any], arguments: Any, *, max_depth: int = MAX_DEPTH, timeout: float | None = None
+    schema: Mapping[str, Any],
+    arguments: Any,
+    *,
+    max_depth: int = MAX_DEPTH,
+    timeout: float | None = None,
+    validators: Validators | None = None,
 ) -> list[str]:
     """What is wrong with `arguments`, most useful first; empty when they fit.
 
     Raises SchemaUnusable when the schema itself cannot be used, Uncheckable when the arguments
-    cannot be checked (deeper than `max_depth`, or not within `timeout` seconds).
+    cannot be checked (deeper than `max_depth`, or not within `timeout` seconds). Without
+    `validators`, the schema's validator is built for this one check.
     """
     deadline = math.inf if timeout is None else time.monotonic() + timeout
-    return _errors(schema, arguments, max_depth, Check(deadline))
+    return _errors(schema, arguments, max_depth, Check(deadline), validators or Validators())
 
 
 _POOL = ThreadPoolExecutor(max_workers=VALIDATION_THREADS, thread_name_prefix="toolsearch-validation")
 
 
 async def check_arguments(
-    schema: Mapping[str, Any], arguments: Any, *, timeout: float, max_depth: int = MAX_DEPTH
+    schema: Mapping[str, Any],
+    arguments: Any,
+    *,
+    timeout: float,
+    validators: Validators,
+    max_depth: int = MAX_DEPTH,
 ) -> list[str]:
     """`argument_errors` in a worker thread, answered within `timeout` seconds (waiting included).
 
@@ -196,7 +211,8 @@ async def check_arguments(
     its next checkpoint.
     """
     check = Check(time.monotonic() + timeout)
-    future = asyncio.get_running_loop().run_in_executor(_POOL, _errors, schema, arguments, max_depth, check)
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(_POOL, _errors, schema, arguments, max_depth, check, validators)
     try:
         async with asyncio.timeout(timeout + _GRACE):
             return await future
