@@ -205,7 +205,7 @@ class McpEndpoint:
     async def _dispatch(
         self, request: Request, env: Envelope, progress: ProgressSink | None = None
     ) -> dict[str, Any]:
-        _version, modern = negotiate(request, env)
+        modern = negotiate(request, env)
         caller = self._edge.caller(request)
         if env.is_notification:
             return {}  # initialized, cancelled, anything else: accepted and ignored

@@ -20,8 +20,11 @@ from . import protocol as P
 from .jsonrpc import Envelope
 
 
-def negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
-    """The request's protocol version and whether it is modern; checks headers against the body."""
+def negotiate(request: Request, env: Envelope) -> bool:
+    """Whether the request speaks 2026-07-28 (else a handshake version); checks headers against the body.
+
+    Raises RpcError for a version the proxy does not speak or headers that do not match the body.
+    """
     header = _header(request.headers, "mcp-protocol-version")
     meta = env.params.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
@@ -34,14 +37,12 @@ def negotiate(request: Request, env: Envelope) -> tuple[str, bool]:
         if in_body not in P.MODERN_VERSIONS:
             raise P.unsupported_version(in_body)
         _check_modern_headers(request, env, meta)
-        return in_body, True
-    if header is None:
-        return P.HEADERLESS_VERSION, False
-    if header in P.LEGACY_VERSIONS:
-        return header, False
+        return True
+    if header is None or header in P.LEGACY_VERSIONS:
+        return False  # no header at all: a client older than the header (2025-03-26)
     if header in P.MODERN_VERSIONS:
         if env.is_notification:
-            return header, True
+            return True
         raise P.RpcError(
             P.INVALID_PARAMS,
             f"A {header} request must carry _meta[{P.META_PROTOCOL_VERSION!r}]",

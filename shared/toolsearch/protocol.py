@@ -25,8 +25,6 @@ MODERN_VERSIONS = (MODERN_VERSION,)
 # Handshake versions, newest first: the first is the one the proxy asks an upstream for.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 SUPPORTED_VERSIONS = MODERN_VERSIONS + LEGACY_VERSIONS
-# A request with no MCP-Protocol-Version header comes from a client older than the header.
-HEADERLESS_VERSION = "2025-03-26"
 
 META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"

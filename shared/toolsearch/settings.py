@@ -271,12 +271,6 @@ def _parse(f: dataclasses.Field, raw: str) -> Any:
     kind = f.type
     if kind in ("list[str]", list):
         return [item.strip() for item in raw.split(",") if item.strip()]
-    if kind in ("bool", bool):
-        if raw.strip().lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.strip().lower() in ("0", "false", "no", "off", ""):
-            return False
-        raise ValueError(f"{f.name}: expected true or false, got {raw!r}")
     if kind in ("int", int):
         return int(raw)
     if kind in ("float", float):

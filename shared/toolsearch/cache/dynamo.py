@@ -28,6 +28,9 @@ at most, never data) and an event for metrics. Events passed to `on_event`:
 dynamo_hit, dynamo_miss, dynamo_put, dynamo_put_superseded, dynamo_too_large,
 dynamo_corrupt, dynamo_throttled, dynamo_error.
 
+One module on purpose, past 400 lines: heads, chunks and leases are one protocol over
+one table, and the argument that a reader never sees a torn catalog reads as a whole.
+
 boto3 is imported only when the first call needs a client, so the local server
 runs without it.
 """

@@ -14,6 +14,11 @@ check or a legacy session's renewal, since a call may have run even when its
 answer was lost. A call whose caller asked for progress carries a progress
 token of the proxy's own; what the upstream reports under it reaches the
 caller's sink, checked and bounded (progress.py).
+
+What an answer means is `answers.py`, what a listing keeps is `listing.py`, the
+era's evidence is `era.py`. The rest stays in one class on purpose: discovery,
+listing and calls share one request path (ids, headers, legacy sessions,
+deadlines), and splitting it would hand that state around between classes.
 """
 
 from __future__ import annotations
@@ -26,14 +31,12 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from toolsearch import deadline as request_deadline
 from toolsearch import param_headers
-from toolsearch.nesting import too_deep
 from toolsearch.progress import ProgressRelay, ProgressSink
 from toolsearch.protocol import (
     IMPLEMENTATION,
@@ -45,6 +48,7 @@ from toolsearch.protocol import (
     encode_header_value,
 )
 
+from .answers import raise_for_status, result_of
 from .config import UpstreamConfig
 from .era import (
     LEGACY,
@@ -53,25 +57,17 @@ from .era import (
     answers,
     read_discovery,
     refuses_as_modern,
-    rpc_error,
 )
 from .errors import RETRYABLE, UpstreamError
+from .listing import Listing, catalog_too_large, clean_listing
 from .sessions import LegacySession, SessionStore, session_key
-from .wire import ACCEPT, Reply, exchange, retry_after
+from .wire import ACCEPT, Reply, exchange
 
 log = logging.getLogger("toolsearch.upstream")
 
 
-RETRY_AFTER_CAP = 10.0  # seconds: a listing is waited for by a caller
 BACKOFF_BASE, BACKOFF_CAP = 0.25, 4.0
 DEFAULT_MAX_SESSIONS = 1024
-
-
-@dataclass(frozen=True)
-class Listing:
-    tools: list[dict]  # valid tool definitions, in upstream order, first of each name kept
-    instructions: str  # the upstream's instructions ("" if none)
-    dropped: list[tuple[str, str]]  # (tool name, reason) for tools left out
 
 
 class _NoCookies(http.cookiejar.CookiePolicy):
@@ -160,7 +156,7 @@ class Upstream:
         except UpstreamError as exc:
             log.info("upstream tools/list failed: %s status=%s code=%s", exc.kind, exc.status, exc.code)
             raise
-        listing = _clean(pages)
+        listing = clean_listing(pages)
         listing = Listing(tools=listing.tools, instructions=instructions, dropped=listing.dropped)
         log.info(
             "upstream tools/list ok: %d tools, %d dropped, era=%s, %d ms",
@@ -274,7 +270,7 @@ class Upstream:
             instructions = result.get("instructions") if isinstance(result, dict) else None
             return MODERN, instructions if isinstance(instructions, str) else ""
         if verdict == "nothing":
-            _result(reply, body["id"])  # raises this caller's error
+            result_of(reply, body["id"])  # raises this caller's error
             raise UpstreamError("bad_response", "the upstream's answer to server/discover is not MCP")
         try:
             session = await self._deadline(self._legacy_session(authorization, renew=True))
@@ -339,14 +335,14 @@ class Upstream:
             # A page may take what is left of the catalog's bytes, so a catalog too large is never read whole.
             left = max_bytes - listed_bytes
             if left <= 0:
-                raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
+                raise catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
             limit = min(self._limit, left)
             try:
                 page = functools.partial(self._list_page, authorization, era, params, limit)
                 result, size = await self._retrying(page, deadline)
             except UpstreamError as exc:
                 if exc.kind == "too_large" and limit == left:
-                    raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes") from None
+                    raise catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes") from None
                 raise
             tools = result.get("tools")
             if not isinstance(tools, list):
@@ -354,9 +350,9 @@ class Upstream:
             listed_bytes += size  # an SSE answer is bounded per event: its whole stream is counted here
             listed_tools += len(tools)
             if listed_bytes > max_bytes:
-                raise _catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
+                raise catalog_too_large(f"more than {max_bytes} bytes", "max_catalog_bytes")
             if listed_tools > max_tools:
-                raise _catalog_too_large(f"more than {max_tools} tools", "max_catalog_tools")
+                raise catalog_too_large(f"more than {max_tools} tools", "max_catalog_tools")
             pages.append(tools)
             cursor = result.get("nextCursor")
             if not isinstance(cursor, str) or not cursor:
@@ -426,7 +422,7 @@ class Upstream:
             body = self._body(method, {**params, "_meta": {**self._meta(), **asked}})
             headers = self._headers(authorization, MODERN_VERSION, method, extra_headers)
             reply = await self._exchange(headers, body, limit, progress)
-            return _result(reply, body["id"]), reply.size
+            return result_of(reply, body["id"]), reply.size
         for renewal in (False, True):
             session = await self._legacy_session(authorization)
             body = self._body(method, {**params, "_meta": asked} if asked else params)
@@ -447,7 +443,7 @@ class Upstream:
                     )
                 if not renewal:
                     continue
-            return _result(reply, body["id"]), reply.size
+            return result_of(reply, body["id"]), reply.size
         raise AssertionError("unreachable")
 
     async def _legacy_session(self, authorization: str | None, *, renew: bool = False) -> LegacySession:
@@ -460,7 +456,7 @@ class Upstream:
             {"protocolVersion": LEGACY_VERSIONS[0], "capabilities": {}, "clientInfo": self._client_info},
         )
         reply = await self._exchange(self._headers(authorization, None, None, {}), body)
-        result = _result(reply, body["id"])
+        result = result_of(reply, body["id"])
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
             raise UpstreamError("bad_response", f"the upstream answered initialize with version {version!r}")
@@ -479,7 +475,7 @@ class Upstream:
             headers["Mcp-Session-Id"] = session.session_id
         ack = await self._exchange(headers, notice)
         if ack.status >= 400:
-            _raise_for_status(ack)
+            raise_for_status(ack)
         self._sessions.put(key, session)
         log.info("upstream legacy session opened: version=%s, session=%s", version, bool(session.session_id))
         return session
@@ -526,109 +522,3 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
     """Read a task's outcome, so that a failure nobody awaited is not logged as never retrieved."""
     if not task.cancelled():
         task.exception()
-
-
-def _catalog_too_large(what: str, setting: str) -> UpstreamError:
-    return UpstreamError(
-        "too_large",
-        f"the upstream's tool list for this caller is too large: {what} (the proxy's {setting} setting)",
-    )
-
-
-def _raise_for_status(reply: Reply) -> None:
-    status = reply.status
-    www = reply.headers.get("www-authenticate")
-    if status == 401:
-        raise UpstreamError(
-            "unauthorized", "the upstream refused the credentials", status=401, www_authenticate=www
-        )
-    if status == 403:
-        raise UpstreamError(
-            "forbidden", "the upstream forbids this request", status=403, www_authenticate=www
-        )
-    if status == 429:
-        raise UpstreamError(
-            "rate_limited",
-            "the upstream is rate limiting requests",
-            status=429,
-            retry_after=retry_after(reply.headers, RETRY_AFTER_CAP),
-        )
-    if status >= 500:
-        raise UpstreamError(
-            "unavailable",
-            f"the upstream failed with HTTP {status}",
-            status=status,
-            retry_after=retry_after(reply.headers, RETRY_AFTER_CAP),
-        )
-    if status == 413:
-        raise UpstreamError("too_large", "the upstream refused the request as too large", status=413)
-    if status >= 300:
-        error = rpc_error(reply.message)
-        if error is not None:
-            raise _from_rpc(error, status)
-        raise UpstreamError("bad_response", f"the upstream answered HTTP {status}", status=status)
-
-
-def _result(reply: Reply, request_id: int) -> dict:
-    _raise_for_status(reply)
-    message = reply.message
-    if message is None:
-        raise UpstreamError(
-            "bad_response", "the upstream answered without a JSON-RPC response", status=reply.status
-        )
-    error = rpc_error(message)
-    if error is not None:
-        raise _from_rpc(error, reply.status)
-    if message.get("id") != request_id or message.get("jsonrpc") != "2.0":
-        raise UpstreamError("bad_response", "the upstream's answer is not a response to this request")
-    result = message.get("result")
-    if not isinstance(result, dict):
-        raise UpstreamError("bad_response", "the upstream's response has no result object")
-    return result
-
-
-def _from_rpc(error: dict[str, Any], status: int | None) -> UpstreamError:
-    text = error.get("message")
-    return UpstreamError(
-        "rpc_error",
-        text if isinstance(text, str) and text else "the upstream answered an error",
-        status=status if status and status >= 400 else None,
-        code=error["code"],
-        data=error.get("data"),
-    )
-
-
-def _clean(pages: list[list[Any]]) -> Listing:
-    """Valid tools in upstream order; the rest dropped with a reason (logged by name only)."""
-    tools: list[dict] = []
-    dropped: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for page in pages:
-        for tool in page:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            reason = _invalid(tool, name, seen)
-            if reason is not None:
-                shown = name if isinstance(name, str) and name else "(no name)"
-                dropped.append((shown, reason))
-                log.warning("upstream tool %s dropped: %s", shown, reason)
-                continue
-            seen.add(str(name))
-            tools.append(tool)
-    return Listing(tools=tools, instructions="", dropped=dropped)
-
-
-def _invalid(tool: Any, name: Any, seen: set[str]) -> str | None:
-    if not isinstance(name, str) or not name:
-        return "no name"
-    if name in seen:
-        return "duplicate name (the first one is kept)"
-    schema = tool.get("inputSchema")
-    if schema is not None and not isinstance(schema, dict):
-        return "inputSchema is not an object"
-    if (reason := too_deep(tool)) is not None:  # before any recursive walk of it
-        return reason
-    try:
-        param_headers.header_params(schema)
-    except param_headers.InvalidHeaderAnnotation as exc:
-        return str(exc)
-    return None
