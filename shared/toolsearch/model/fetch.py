@@ -38,6 +38,9 @@ manifest and `prepare` stay either way), and for a repository stored on Xet it d
 hf-xet's client, outside the `resolve` layout that a mirror serves and that the tests drive
 faults through. Revisit if the hub stops serving `resolve` URLs to plain HTTP clients; the
 comparison, with sizes, is in docs/deploy.md ("1. Fetch the model").
+
+One module on purpose, past 400 lines: download, resumption and verification are one
+procedure, each step relying on the one before.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ The recipe (`FineTuneConfig` holds its numbers):
 Only rows of tokens that occur in the training texts are trained; the model is
 written back as it came (per-row int8 with scales as `weights`, or float32),
 same tokenizer, same loader.
+
+One module on purpose, past 400 lines: the loss terms share the pooling and its
+hand-written gradient, which must be read together to be checked.
 """
 
 from __future__ import annotations
