@@ -8,7 +8,7 @@ ever (16 KB of headers at a byte a second is four and a half hours). So the h11
 protocol here closes a connection, with a 408, when a request's headers are not
 complete `request_read_timeout` seconds after its first byte (or after the
 connection opened). The body has its own deadline in the app
-(`McpEndpoint._read_body`), which holds wherever the app runs.
+(`McpEndpoint._read_body`, endpoint.py), which holds wherever the app runs.
 """
 
 from __future__ import annotations
