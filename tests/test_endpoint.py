@@ -331,3 +331,37 @@ async def test_a_bug_of_ours_is_a_json_rpc_error_without_details(caplog):
     logged = [record for record in caplog.records if record.getMessage() == "internal error"]
     assert [record.error for record in logged] == ["RuntimeError"]
     assert all("secret-argument-value" not in str(vars(record)) for record in caplog.records)
+
+
+async def test_serve_answers_a_browsers_preflight_for_an_allowed_origin_only():
+    # What `toolsearch serve` runs: the app behind the CORS layer (on Lambda the URL and API do it).
+    from toolsearch.serving import with_cors
+
+    proxy = build_proxy(Settings(allowed_origins=["https://inspector.example"]))
+    app = with_cors(proxy.app, proxy.settings.allowed_origins)
+    preflight = {
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, mcp-method, mcp-name",
+    }
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+        allowed = await http.options("/mcp", headers={"Origin": "https://inspector.example", **preflight})
+        refused = await http.options("/mcp", headers={"Origin": "https://evil.example", **preflight})
+        request = modern("tools/list")
+        request["headers"] = {**request["headers"], "Origin": "https://inspector.example"}
+        called = await http.post("/mcp", **request)
+
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "https://inspector.example"
+    assert "mcp-name" in allowed.headers["access-control-allow-headers"].lower()
+    assert "access-control-allow-credentials" not in allowed.headers
+    assert refused.status_code == 400 and "access-control-allow-origin" not in refused.headers
+    assert called.status_code == 200
+    assert called.headers["access-control-allow-origin"] == "https://inspector.example"
+    assert "www-authenticate" in called.headers["access-control-expose-headers"].lower()
+
+
+def test_without_allowed_origins_serve_adds_no_cors_layer():
+    from toolsearch.serving import with_cors
+
+    proxy = build_proxy(Settings())
+    assert with_cors(proxy.app, proxy.settings.allowed_origins) is proxy.app

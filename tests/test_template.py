@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from toolsearch import settings as settings_module
+from toolsearch.serving import CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
@@ -619,16 +620,10 @@ def test_allowed_origins_get_cors_on_both_entry_points_and_nothing_otherwise(tra
     ):
         assert cors["AllowOrigins"] == {"Fn::Split": [",", origins]}
         assert set(cors["AllowMethods"]) == routes
-        headers = {h.lower() for h in cors["AllowHeaders"]}
-        # What MCP clients send, and what SigV4 signing adds.
-        assert {
-            "authorization",
-            "content-type",
-            "mcp-protocol-version",
-            "mcp-session-id",
-            "x-amz-date",
-        } <= headers
-        assert {"mcp-session-id", "www-authenticate"} <= {h.lower() for h in cors["ExposeHeaders"]}
+        # What MCP clients send (Mcp-Name on every 2026-07-28 tools/call), and what SigV4 signing
+        # adds: the same lists `toolsearch serve` answers preflights with.
+        assert {h.lower() for h in cors["AllowHeaders"]} == set(CORS_ALLOW_HEADERS)
+        assert {h.lower() for h in cors["ExposeHeaders"]} == set(CORS_EXPOSE_HEADERS)
         assert "AllowCredentials" not in cors  # tokens travel in Authorization, never in cookies
 
 

@@ -14,8 +14,11 @@ connection opened). The body has its own deadline in the app
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .settings import Settings
@@ -64,6 +67,43 @@ class HeaderDeadlineProtocol(H11Protocol):
         if self.cycle is self._cycle_before and not self.transport.is_closing():
             self.transport.write(_TIMED_OUT)
             self.transport.close()
+
+
+# What a browser client may send and read across origins: the MCP headers of both eras and those
+# an AWS SigV4 signature adds. template.yaml gives the function URL and the HTTP API the same lists.
+CORS_ALLOW_HEADERS = (
+    "authorization",
+    "content-type",
+    "accept",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "mcp-method",
+    "mcp-name",
+    "x-amz-date",
+    "x-amz-security-token",
+    "x-amz-content-sha256",
+)
+CORS_EXPOSE_HEADERS = ("mcp-session-id", "mcp-protocol-version", "www-authenticate", "retry-after")
+
+
+def with_cors(app: ASGIApp, allowed_origins: Sequence[str]) -> ASGIApp:
+    """`app` answering browsers' CORS preflights for the allowed origins (none: `app` unchanged).
+
+    For `toolsearch serve` only: on Lambda the function URL and API Gateway answer preflights
+    themselves (template.yaml), before any IAM check, and add the headers to every response.
+    """
+    if not allowed_origins:
+        return app
+    return CORSMiddleware(
+        app,
+        allow_origins=[origin.rstrip("/") for origin in allowed_origins],
+        allow_methods=["GET", "POST", "DELETE"],
+        allow_headers=list(CORS_ALLOW_HEADERS),
+        expose_headers=list(CORS_EXPOSE_HEADERS),
+        allow_credentials=False,
+        max_age=600,
+    )
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
