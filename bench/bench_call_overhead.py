@@ -87,8 +87,8 @@ def _wait_until_serving(url: str) -> None:
 
 def measure(calls: int) -> dict[str, Any]:
     add_tests_to_path()
+    from fixtures.mcp_wire import modern
     from fixtures.servers import free_port
-    from mcp_wire import modern
 
     context = multiprocessing.get_context("spawn")
     upstream_port, proxy_port = free_port(), free_port()
@@ -179,7 +179,7 @@ async def _breakdown_layers(upstream_url: str, calls: int) -> dict[str, float]:
 
     import httpcore
 
-    from mcp_wire import legacy, modern
+    from fixtures.mcp_wire import legacy, modern
     from toolsearch.app import build_proxy
     from toolsearch.callers import Caller, caller_key
     from toolsearch.settings import Settings

@@ -112,7 +112,7 @@ def _setting(text: str) -> tuple[str, Any]:
 
 
 async def _measure(url: str, embedder: str, changes: dict[str, Any]) -> dict[str, Any]:
-    from mcp_wire import call
+    from fixtures.mcp_wire import call
     from toolsearch.app import build_proxy
     from toolsearch.search.embedder import load_configured_embedder
     from toolsearch.settings import Settings

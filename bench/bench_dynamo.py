@@ -14,16 +14,16 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchlib import add_tests_to_path
 
-from tests.fixtures.catalogs import tool_definitions
-from tests.fixtures.dynalite import DUMMY_ENV, Dynalite
-from toolsearch.cache.dynamo import DynamoSharedTier
-from toolsearch.catalog import Catalog
+add_tests_to_path()
+
+from fixtures.catalogs import tool_definitions  # noqa: E402
+from fixtures.dynalite import DUMMY_ENV, Dynalite  # noqa: E402
+from toolsearch.cache.dynamo import DynamoSharedTier  # noqa: E402
+from toolsearch.catalog import Catalog  # noqa: E402
 
 SIZES = (500, 1490, 5000)
 

@@ -72,8 +72,8 @@ def results() -> dict[str, dict[str, Any]]:
 
 
 def measure_sizes() -> list[dict[str, Any]]:
-    from test_lambda_handler import FakeContext, ResultUpstream, call_event
-
+    from fixtures.lambda_events import FakeContext, call_event
+    from fixtures.result_upstream import ResultUpstream
     from fixtures.servers import serve_in_thread
 
     rows = []
@@ -128,9 +128,8 @@ def _size_row(kind: str, setting: str, sent: dict[str, Any], response: dict[str,
 
 
 def measure_deadlines(scale: float) -> list[dict[str, Any]]:
-    from test_lambda_handler import EXAMPLE_TOKEN, FakeContext, call_event
-
     from fixtures.faulty_upstream import Fault, running_faulty
+    from fixtures.lambda_events import EXAMPLE_TOKEN, FakeContext, call_event
 
     rows = []
     env = {
@@ -202,8 +201,9 @@ def measure_refreshes() -> dict[str, Any]:
 
 async def _refreshes(refreshes: int = 3) -> dict[str, Any]:
     import httpx
-    from test_catalog_store import Clock, DemoUpstream, caller
 
+    from fixtures.clock import Clock
+    from fixtures.demo_upstream import DemoUpstream, caller
     from fixtures.dynalite import DUMMY_ENV, Dynalite
     from toolsearch.app import catalog_config, upstream_config
     from toolsearch.catalog_store import CatalogStore

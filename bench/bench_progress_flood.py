@@ -105,7 +105,7 @@ def _upstream_process(notifications: int, message_chars: int, port: int) -> None
 
 
 async def _measure(url: str) -> list[dict[str, Any]]:
-    from mcp_wire import call
+    from fixtures.mcp_wire import call
     from toolsearch.app import build_proxy
     from toolsearch.settings import Settings
     from toolsearch.upstream.sse import SSEParser

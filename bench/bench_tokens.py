@@ -92,7 +92,7 @@ def model_view(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 async def proxy_surface() -> tuple[list[dict[str, Any]], str]:
     """The proxy's tools/list and initialize answers, as a client receives them."""
     add_tests_to_path()
-    from mcp_wire import legacy
+    from fixtures.mcp_wire import legacy
     from toolsearch.app import build_proxy
     from toolsearch.settings import Settings
     from toolsearch.tooldefs import GUIDANCE

@@ -14,26 +14,18 @@ import threading
 
 import pytest
 
-from tests.fixtures.catalogs import tool_definitions
+from fixtures.catalogs import tool_definitions
+from fixtures.clock import Clock
+from fixtures.dynalite import Dynalite
 from toolsearch.cache.dynamo import DynamoSharedTier, StoredCatalog
 from toolsearch.catalog import Catalog
 
-pytest_plugins = ("tests.fixtures.dynalite",)  # the dynalite and dynamo_table fixtures
 pytestmark = pytest.mark.npm
 
 TTL = 3600.0
+NOW = 1_800_000_000.0  # unix seconds: the moved clock starts in the present decade
 TOKEN = "Bearer sk-live-0123456789abcdef-secret"
 KEY = hashlib.sha256(f"{TOKEN}\nhttps://upstream.example/mcp".encode()).hexdigest()
-
-
-class Clock:
-    """Time the test moves by hand (expiry without sleeping)."""
-
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Events(list):
@@ -198,7 +190,7 @@ async def test_older_catalog_does_not_replace_newer_one(dynalite, dynamo_table):
 
 
 async def test_expired_items_are_absent_and_replaceable(dynalite, dynamo_table):
-    clock = Clock()
+    clock = Clock(NOW)
     events = Events()
     store = make_store(dynalite, dynamo_table, ttl_seconds=600, clock=clock, on_event=events)
     data = catalog_bytes(3000)
@@ -282,8 +274,6 @@ async def test_corrupt_or_missing_chunk_reads_as_absent_and_next_put_replaces_it
 
 
 async def test_unreachable_table_gets_none_and_puts_nothing_with_a_warning(dummy_aws_env, caplog):
-    from tests.fixtures.dynalite import Dynalite
-
     server = Dynalite().start()
     table = server.create_table()
     # The store makes its own client (bounded timeouts, two attempts), as in production.
@@ -325,7 +315,7 @@ async def test_throttling_counts_as_throttled_and_reads_as_absent(dynalite, dyna
 
 
 async def test_lease_is_exclusive_reentrant_releasable_and_expires(dynalite, dynamo_table):
-    clock = Clock()
+    clock = Clock(NOW)
     store = make_store(dynalite, dynamo_table, clock=clock)
 
     assert await store.try_lease(KEY, "env-a", 30) is True

@@ -22,17 +22,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 
-from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (pytest fixture)
+from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from fixtures.servers import start_server as serve_with_lifespan
-from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.catalog_cli import authorization, base_url
 from toolsearch.catalog_routes import RefreshLimiter, decode_cursor, encode_cursor
 from toolsearch.cli import main
 from toolsearch.settings import Settings
-
-pytest_plugins = ("tests.fixtures.dynalite",)  # the dynalite and dynamo_table fixtures
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -48,7 +45,7 @@ def proxy_for(upstream_url: str, **settings) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def proxy_base(sdk_upstream):  # noqa: F811
+def proxy_base(sdk_upstream):
     with proxy_for(sdk_upstream.url) as base:
         yield base
 

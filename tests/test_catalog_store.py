@@ -4,59 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 
 import httpx
 import pytest
 
+from fixtures.clock import Clock
+from fixtures.demo_upstream import DemoUpstream, caller
 from toolsearch.app import catalog_config, upstream_config
 from toolsearch.callers import Caller, caller_key
 from toolsearch.catalog_store import CatalogStore
-from toolsearch.demo import DEMO_URL, demo_app
+from toolsearch.demo import DEMO_URL
 from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
 from toolsearch.upstream import Upstream, UpstreamError
-
-
-class DemoUpstream(httpx.AsyncBaseTransport):
-    """The demo upstream, counting tools/list pages; it can be told to fail or to stall."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.ASGITransport(app=demo_app())
-        self.lists = 0
-        self.requests = 0
-        self.fail_with: int | None = None
-        self.gate: asyncio.Event | None = None
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content or b"{}")
-        self.requests += 1
-        if body.get("method") == "tools/list" and not body.get("params", {}).get("cursor"):
-            self.lists += 1
-            if self.gate is not None:
-                await self.gate.wait()
-        if self.fail_with is not None and body.get("method") in ("tools/list", "server/discover"):
-            challenge = {"WWW-Authenticate": 'Bearer error="invalid_token"'} if self.fail_with == 401 else {}
-            return httpx.Response(self.fail_with, json={"error": "down"}, headers=challenge)
-        return await self.inner.handle_async_request(request)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_store(transport: DemoUpstream, clock: Clock, **settings) -> CatalogStore:
     config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, **settings)
     upstream = Upstream(DEMO_URL, upstream_config(config), http=httpx.AsyncClient(transport=transport))
     return CatalogStore(catalog_config(config), upstream, make_indexer(None), clock=clock)
-
-
-def caller(token: str) -> Caller:
-    return Caller(f"Bearer {token}", caller_key(DEMO_URL, f"Bearer {token}"))
 
 
 async def test_key_is_a_hash_never_the_token():

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from fixtures.faulty_upstream import RunningFaulty, running_faulty
+from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
-from mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
 from toolsearch.callers import caller_key
 from toolsearch.credentials import MalformedAuthorization, read_authorization

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_helpers import make_model, make_tokenizer
 
+from fixtures.model_helpers import make_model, make_tokenizer
 from tools.devmodel import build
 from tools.devmodel.config import BuildConfig
 from toolsearch.model.finetune import FineTuneConfig, TrainingSet

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
-import shlex
 from pathlib import Path
 
 import pytest
 
+from fixtures.doc_commands import markdown_snippets, python_snippets, toolsearch_argvs
 from toolsearch.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,89 +28,6 @@ MARKDOWN = [
     *sorted((ROOT / "layers").rglob("*.md")),
 ]
 PYTHON = [p for folder in ("bench", "examples", "layers") for p in sorted((ROOT / folder).rglob("*.py"))]
-
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_INLINE = re.compile(r"``(.+?)``|`([^`\n]+)`")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_ENDS = {"|", "||", "&&", ";", "&", ">", ">>", "2>", "2>&1", "<", "(", ")"}
-
-
-def _join_continuations(lines: list[str]) -> list[str]:
-    joined, pending = [], ""
-    for line in lines:
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        joined.append(pending + line)
-        pending = ""
-    if pending:
-        joined.append(pending)
-    return joined
-
-
-def _block_commands(lines: list[str]) -> list[str]:
-    lines = _join_continuations(lines)
-    prompted = [line.strip()[2:] for line in lines if line.strip().startswith("$ ")]
-    return prompted if prompted else [line.strip() for line in lines]
-
-
-def markdown_snippets(text: str) -> list[str]:
-    """Code in a Markdown file: each line of a fenced block (prompted lines only where there are
-    prompts), and each inline code span outside blocks."""
-    snippets: list[str] = []
-    block: list[str] | None = None
-    prose: list[str] = []
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            if block is None:
-                block = []
-            else:
-                snippets += _block_commands(block)
-                block = None
-            continue
-        if block is not None:
-            block.append(line)
-        else:
-            prose.append(line)
-    for match in _INLINE.finditer("\n".join(prose)):
-        snippets.append(match.group(1) or match.group(2))
-    return snippets
-
-
-def python_snippets(text: str) -> list[str]:
-    """Commands in a Python file's text: ``code``/`code` spans, and lines that start with one."""
-    snippets = [m.group(1) or m.group(2) for m in _INLINE.finditer(text)]
-    for line in _join_continuations(text.splitlines()):
-        stripped = line.strip()
-        if re.match(r"^(\S*/)?toolsearch\s", stripped):
-            snippets.append(stripped)
-    return snippets
-
-
-def toolsearch_argvs(snippet: str) -> list[list[str]]:
-    """The argument lists of every simple command in `snippet` whose program is toolsearch."""
-    try:
-        lexer = shlex.shlex(snippet.replace("…", ""), posix=True, punctuation_chars="|&;<>()")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        tokens = list(lexer)
-    except ValueError:  # an unbalanced quote: prose, not a command
-        return []
-    commands, current = [], []
-    for token in tokens:
-        if token in _ENDS or token.startswith((">", "<")):
-            commands.append(current)
-            current = []
-        else:
-            current.append(token)
-    commands.append(current)
-    found = []
-    for command in commands:
-        while command and _ASSIGNMENT.match(command[0]):
-            command = command[1:]
-        if command and Path(command[0]).name == "toolsearch" and len(command) > 1:
-            found.append(command[1:])
-    return found
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:

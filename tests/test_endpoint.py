@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from mcp_wire import b64_sentinel, call, legacy, modern
+from fixtures.mcp_wire import b64_sentinel, call, legacy, modern
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
 

@@ -94,8 +94,7 @@ def test_cosine_search_ranks_tools_by_cosine_alone():
 
 
 def test_eval_prints_models_side_by_side_and_recall_per_domain(tmp_path, capsys):
-    from model_helpers import make_model
-
+    from fixtures.model_helpers import make_model
     from toolsearch.cli import main
 
     new, old = make_model(tmp_path / "new", seed=1), make_model(tmp_path / "old", seed=2)

@@ -22,7 +22,7 @@ import pytest
 from fixtures.faulty_upstream import Fault, RunningFaulty, blackhole, refused_url, running_faulty, tool
 from fixtures.hostile_upstream import running_hostile
 from fixtures.hostile_upstream import tool as hostile_tool
-from mcp_wire import call, modern
+from fixtures.mcp_wire import call, modern
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
 

@@ -1,7 +1,7 @@
 """`toolsearch fine-tune`: the development model's recipe applied to another model2vec model.
 
 Deployers run it on the production model once fetched; here it runs on a tiny real model2vec
-folder (model_helpers) and a tiny training set, and the result must load with the proxy's loader
+folder (fixtures.model_helpers) and a tiny training set, and the result must load with the proxy's loader
 and rank the requests' tools better than the base did.
 """
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_helpers import make_model, make_tokenizer
 
+from fixtures.model_helpers import make_model, make_tokenizer
 from toolsearch.cli import main
 from toolsearch.model.finetune import TrainingSet
 from toolsearch.model.load import load_embedder

@@ -26,16 +26,15 @@ import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_docs_commands import toolsearch_argvs
 
 from fixtures.burst import two_users
 from fixtures.contextforge import (
     ContextForge,
     GatewayProcess,
     another_gateway,
-    contextforge,  # noqa: F401  (pytest fixture)
     guide_blocks,
 )
+from fixtures.doc_commands import toolsearch_argvs
 from fixtures.servers import serve_in_thread
 from toolsearch.app import build_proxy
 from toolsearch.cli import build_parser
@@ -151,7 +150,7 @@ def test_the_guide_holds_every_block_the_suite_runs():
 # -- per-user catalogs -----------------------------------------------------------------------------
 
 
-def test_the_gateway_lists_each_token_its_teams_tools(contextforge):  # noqa: F811
+def test_the_gateway_lists_each_token_its_teams_tools(contextforge):
     seen = {user: set(contextforge.list_directly(token)) for user, token in tokens(contextforge).items()}
     assert seen["alice"] >= PUBLIC | FINANCE and not SUPPORT & seen["alice"]
     assert seen["bob"] >= PUBLIC | SUPPORT and not FINANCE & seen["bob"]
@@ -162,7 +161,7 @@ def test_the_gateway_lists_each_token_its_teams_tools(contextforge):  # noqa: F8
 
 
 async def test_each_callers_catalog_through_the_proxy_is_what_the_gateway_lists_for_its_token(
-    contextforge,  # noqa: F811
+    contextforge,
 ):
     with running_proxy(contextforge) as base:
         for user, token in tokens(contextforge).items():
@@ -175,7 +174,7 @@ async def test_each_callers_catalog_through_the_proxy_is_what_the_gateway_lists_
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_search_and_describe_see_only_the_callers_team_tools_in_both_eras(contextforge, mode):  # noqa: F811
+async def test_search_and_describe_see_only_the_callers_team_tools_in_both_eras(contextforge, mode):
     with running_proxy(contextforge) as base:
         async with connect(base, contextforge.values["ALICE_TOKEN"], mode) as alice:
             assert "finance-get-invoice" in await found_by_search(alice, "get an invoice")
@@ -190,7 +189,7 @@ async def test_search_and_describe_see_only_the_callers_team_tools_in_both_eras(
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_read_write_and_batched_calls_reach_the_right_servers(contextforge, mode):  # noqa: F811
+async def test_read_write_and_batched_calls_reach_the_right_servers(contextforge, mode):
     finance, office = contextforge.backends["finance"], contextforge.backends["office"]
     with running_proxy(contextforge) as base:
         async with connect(base, contextforge.values["ALICE_TOKEN"], mode) as alice:
@@ -252,7 +251,7 @@ async def test_read_write_and_batched_calls_reach_the_right_servers(contextforge
             assert finance.calls["get_invoice"] == calls
 
 
-async def test_binary_and_structured_content_pass_through(contextforge):  # noqa: F811
+async def test_binary_and_structured_content_pass_through(contextforge):
     with running_proxy(contextforge) as base:
         async with connect(base, contextforge.values["BOB_TOKEN"]) as bob:
             image = await bob.call_tool("call_read_tool", {"name": "everything-get-tiny-image"})
@@ -266,7 +265,7 @@ async def test_binary_and_structured_content_pass_through(contextforge):  # noqa
             assert set(structured.structured_content) == {"temperature", "conditions", "humidity"}
 
 
-async def test_a_token_without_a_team_lists_public_tools_but_may_call_none(contextforge):  # noqa: F811
+async def test_a_token_without_a_team_lists_public_tools_but_may_call_none(contextforge):
     # ContextForge 1.1.0: a token scoped to the user's personal team grants no tools.execute, so
     # the gateway refuses every call (JSON-RPC "Access denied" in the handshake era, -32603
     # "Internal server error" in 2026-07-28); the proxy passes that on as that call's error.
@@ -284,7 +283,7 @@ async def test_a_token_without_a_team_lists_public_tools_but_may_call_none(conte
 
 
 async def test_a_tool_deactivated_in_the_gateway_leaves_search_on_refresh_and_after_catalog_ttl(
-    contextforge,  # noqa: F811
+    contextforge,
 ):
     carol = contextforge.values["CAROL_TOKEN"]
     with running_proxy(contextforge) as slow, running_proxy(contextforge, catalog_ttl=1.0) as fast:
@@ -315,7 +314,7 @@ async def test_a_tool_deactivated_in_the_gateway_leaves_search_on_refresh_and_af
     "caller's next request gets that 401 (the OAuth issue's revocation rule); today the stale "
     "catalog is served until catalog_max_age",
 )
-async def test_a_token_revoked_in_the_gateway_loses_search_within_catalog_ttl(contextforge):  # noqa: F811
+async def test_a_token_revoked_in_the_gateway_loses_search_within_catalog_ttl(contextforge):
     # A token of alice's own for this test (the guide's api_token, another name), then revoked.
     fresh = contextforge.run_function(
         "tokens",
@@ -389,7 +388,7 @@ class RecordingProxy:
         await send({"type": "http.response.body", "body": reply.content})
 
 
-async def test_the_proxy_never_follows_the_gateways_successor_link(contextforge):  # noqa: F811
+async def test_the_proxy_never_follows_the_gateways_successor_link(contextforge):
     recorder = RecordingProxy(contextforge.gateway.url)
     path = f"/servers/{contextforge.server_id}/mcp"
     with serve_in_thread(recorder) as front, running_proxy(contextforge, upstream=front + path) as base:
@@ -409,7 +408,7 @@ async def test_the_proxy_never_follows_the_gateways_successor_link(contextforge)
     reason="core: an upstream 401/403 for a scheme-less Authorization header must say to send "
     "`Authorization: Bearer <token>` (today: 'The upstream refused this caller')",
 )
-async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforge):  # noqa: F811
+async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforge):
     token = contextforge.values["ALICE_TOKEN"]
     with running_proxy(contextforge) as base:
         async with httpx.AsyncClient(timeout=60) as http:
@@ -437,7 +436,7 @@ async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforg
     "(HTTP 405) nor initialize'",
 )
 @pytest.mark.parametrize("shape", ["/servers/{id}", "/servers/{id}/sse", "/v1/servers/{id}/mcp"])
-async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(contextforge, shape):  # noqa: F811
+async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(contextforge, shape):
     gateway, server_id = contextforge.gateway.url, contextforge.server_id
     wrong = gateway + shape.format(id=server_id)
     with running_proxy(contextforge, upstream=wrong) as base:
@@ -457,7 +456,7 @@ LOCKOUT_SOURCE = "127.0.0.3"
 
 
 @pytest.fixture(scope="module")
-def default_limits_gateway(contextforge) -> Iterator[GatewayProcess]:  # noqa: F811
+def default_limits_gateway(contextforge) -> Iterator[GatewayProcess]:
     with another_gateway(contextforge, **GATEWAY_DEFAULT_LIMITS) as gateway:
         yield gateway
 
@@ -468,7 +467,7 @@ def default_limits_gateway(contextforge) -> Iterator[GatewayProcess]:  # noqa: F
     "rate per caller, answering that caller alone `rate_limited`); today alice's 92 calls reach the "
     "gateway, which locks the proxy's address out, and bob with it",
 )
-async def test_one_users_burst_leaves_another_users_calls_working(contextforge, default_limits_gateway):  # noqa: F811
+async def test_one_users_burst_leaves_another_users_calls_working(contextforge, default_limits_gateway):
     upstream = contextforge.upstream_url(default_limits_gateway)
     with running_proxy(contextforge, upstream=upstream, source=BURST_SOURCE) as base:
         run = await two_users(base, contextforge.values["ALICE_TOKEN"], contextforge.values["BOB_TOKEN"])
@@ -484,7 +483,7 @@ async def test_one_users_burst_leaves_another_users_calls_working(contextforge, 
     reason="core: a rate_limited error must report the upstream's own Retry-After (here 900 s); "
     "RETRY_AFTER_CAP bounds only the proxy's own wait before a retry (today it reports 10.0)",
 )
-async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default_limits_gateway):  # noqa: F811
+async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default_limits_gateway):
     upstream = contextforge.upstream_url(default_limits_gateway)
     bob_token = contextforge.values["BOB_TOKEN"]
     with running_proxy(contextforge, upstream=upstream, source=LOCKOUT_SOURCE) as base:

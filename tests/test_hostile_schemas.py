@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from fixtures.faulty_upstream import FaultyUpstream, RunningFaulty, running_faulty, tool
+from fixtures.mcp_wire import call
 from fixtures.servers import start_server
-from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.nesting import MAX_DEPTH, MAX_RELAYED_DEPTH
 from toolsearch.settings import Settings

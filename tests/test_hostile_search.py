@@ -8,7 +8,7 @@ import threading
 import httpx
 import pytest
 
-from mcp_wire import call, modern
+from fixtures.mcp_wire import call, modern
 from toolsearch.app import build_proxy, catalog_config, tool_service, upstream_config
 from toolsearch.callers import Caller, caller_key
 from toolsearch.catalog_store import CatalogStore

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from mcp_wire import call
+from fixtures.mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
 

@@ -23,16 +23,15 @@ from typing import Any
 import httpx
 import pytest
 
+from fixtures.dynalite import REGION, Dynalite
 from fixtures.faulty_upstream import Fault, RunningFaulty, running_faulty
 from fixtures.logs import LogCapture, capture_logs
+from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
-from mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
 from toolsearch.cache.dynamo import DynamoSharedTier
 from toolsearch.callers import caller_key
 from toolsearch.settings import Settings
-
-pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite, dynamo_table, dummy_aws_env
 
 CALLERS = 60
 TOKENS = {f"iso-{secrets.token_hex(8)}-{n:02d}": f"user{n:02d}" for n in range(CALLERS)}
@@ -63,8 +62,6 @@ def settings(url: str, **changes: Any) -> Settings:
 
 
 def store(table: str, endpoint_url: str, events: list[str] | None = None) -> DynamoSharedTier:
-    from tests.fixtures.dynalite import REGION  # here: the plugin import must come first
-
     return DynamoSharedTier(
         table,
         ttl_seconds=600,
@@ -261,8 +258,6 @@ async def test_random_tokens_grow_neither_memory_nor_the_table(upstream, dynalit
 
 @pytest.mark.npm
 async def test_dynamodb_stopped_mid_test_requests_still_succeed(upstream, dummy_aws_env):
-    from tests.fixtures.dynalite import Dynalite
-
     server = Dynalite().start()
     try:
         table = server.create_table()

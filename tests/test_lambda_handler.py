@@ -17,52 +17,26 @@ import json
 import logging
 import threading
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fixtures.faulty_upstream import Fault, running_faulty
-from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (a pytest fixture)
+from fixtures.lambda_events import EVENTS, EXAMPLE_TOKEN, FakeContext, call_event, event, request_body
+from fixtures.result_upstream import ResultUpstream
 from toolsearch.callers import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
 from toolsearch.upstream.sse import SSEParser
 
-pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite and dynamo_table, for the shared-tier test
-
 ROOT = Path(__file__).resolve().parents[1]
 HANDLER_PATH = ROOT / "functions" / "proxy" / "app.py"
-EVENTS = ROOT / "events"
 EVENT_FILES = sorted(p.name for p in EVENTS.glob("*.json"))
 SHAPES = ("http-api", "function-url", "rest-api")
 REQUESTS = ("discover", "initialize", "tools-list", "search-tools")
 FIVE = ["search_tools", "describe_tool", "call_read_tool", "call_read_tools", "call_write_tool"]
 _module_numbers = itertools.count(1)
-
-
-@dataclass
-class FakeContext:
-    """The attributes of Lambda's context object that Powertools reads."""
-
-    aws_request_id: str = "7f9c0e3a-0000-4000-8000-000000000001"
-    function_name: str = "toolsearch-proxy"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:toolsearch-proxy"
-    function_version: str = "$LATEST"
-    remaining_ms: int = 30_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
-
-
-def event(name: str) -> dict[str, Any]:
-    return json.loads((EVENTS / name).read_text(encoding="utf-8"))
-
-
-def request_body(evt: dict[str, Any]) -> dict[str, Any]:
-    raw = evt["body"]
-    return json.loads(base64.b64decode(raw) if evt["isBase64Encoded"] else raw)
 
 
 def invoke(module: Any, name_or_event: str | dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -308,24 +282,6 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
 
 # -- every request answers inside the budget of the path it came in on
 
-EXAMPLE_TOKEN = "example-token-for-the-upstream"  # the token in events/*.json
-
-
-def call_event(shape: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """An event of `shape` (http-api, function-url, rest-api) calling one of the five tools."""
-    evt = event(f"{shape}-search-tools.json")
-    message = request_body(evt)
-    message["params"]["name"] = tool
-    message["params"]["arguments"] = arguments
-    evt["body"] = json.dumps(message)
-    evt["isBase64Encoded"] = False
-    for headers in (evt["headers"], evt.get("multiValueHeaders")):
-        if headers is not None:  # REST API events carry both forms
-            single = isinstance(headers["mcp-name"], str)
-            headers["mcp-name"] = tool if single else [tool]
-            headers.pop("content-length", None)
-    return evt
-
 
 def invoke_bounded(module: Any, evt: dict[str, Any], context: FakeContext, seconds: float = 20.0):
     """Invoke in a thread; fail when no answer came within `seconds` (a bound, not a speed claim)."""
@@ -396,43 +352,6 @@ def test_a_cold_listing_too_slow_for_the_request_is_a_timeout_result_and_goes_on
 
 LAMBDA_RESPONSE_BYTES = 6_291_456
 PY313 = "AWS_Lambda_python3.13"
-
-
-class ResultUpstream:
-    """A modern MCP upstream on loopback whose one tool, `blob_get`, answers `result` as it is."""
-
-    def __init__(self) -> None:
-        self.result: dict[str, Any] = {"content": []}
-        self.description = "Get a blob."
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        from fixtures.servers import read_asgi_body
-
-        if scope["type"] != "http":
-            return
-        message = json.loads(await read_asgi_body(receive) or b"{}")
-        if "id" not in message:
-            await send({"type": "http.response.start", "status": 202, "headers": []})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        method = message.get("method")
-        if method == "server/discover":
-            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "instructions": ""}
-        elif method == "tools/list":
-            blob = {"name": "blob_get", "description": self.description, "inputSchema": {"type": "object"}}
-            result = {"tools": [{**blob, "annotations": {"readOnlyHint": True}}]}
-        else:
-            result = self.result
-        answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-        body = json.dumps(answer, ensure_ascii=False).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
 
 
 @pytest.fixture
@@ -853,7 +772,7 @@ def progress_call(shape: str, token: str | None) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_progress_is_one_buffered_event_stream_on_lambda(load_handler, sdk_upstream, shape):  # noqa: F811
+def test_progress_is_one_buffered_event_stream_on_lambda(load_handler, sdk_upstream, shape):
     module = load_handler(TOOLSEARCH_UPSTREAM=sdk_upstream.url, TOOLSEARCH_EMBEDDER="none")
 
     response = module.handler(progress_call(shape, "lambda-1"), FakeContext())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from model_helpers import FakeHub, make_model
 
+from fixtures.model_helpers import FakeHub, make_model
 from toolsearch.model.fetch import DigestMismatchError, ModelFetchError, fetch_model, load_lock
 from toolsearch.model.load import load_embedder, read_safetensors_header
 from toolsearch.model.manifest import MANIFEST_NAME, read_manifest

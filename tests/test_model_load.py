@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from model2vec import StaticModel
 from model2vec.quantization import DType, quantize_embeddings
-from model_helpers import make_model, make_tokenizer
 from safetensors.numpy import save_file
 
+from fixtures.model_helpers import make_model, make_tokenizer
 from toolsearch.model import load as load_module
 from toolsearch.model.load import (
     Model2VecEmbedder,

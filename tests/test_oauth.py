@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from fixtures.sdk_upstream import sdk_upstream  # noqa: F401  (pytest fixture)
+from fixtures.clock import Clock
+from fixtures.mcp_wire import legacy, modern
 from fixtures.servers import read_asgi_body, serve_in_thread
-from mcp_wire import legacy, modern
 from toolsearch.app import build_proxy
 from toolsearch.metadata_relay import FAILURE_TTL, TTL, MetadataRelay
 from toolsearch.oauth import parse_challenge
@@ -23,7 +23,7 @@ from toolsearch.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def proxy_base(sdk_upstream):  # noqa: F811
+def proxy_base(sdk_upstream):
     proxy = build_proxy(Settings(upstream=sdk_upstream.url, embedder="none"))
     with serve_in_thread(proxy.app) as base:
         yield base
@@ -45,7 +45,7 @@ async def test_unauthenticated_request_gets_a_challenge_naming_the_proxys_metada
 
 async def test_metadata_names_the_proxy_as_resource_and_the_upstreams_authorization_server(
     proxy_base,
-    sdk_upstream,  # noqa: F811
+    sdk_upstream,
 ):
     async with httpx.AsyncClient() as http:
         for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
@@ -57,7 +57,7 @@ async def test_metadata_names_the_proxy_as_resource_and_the_upstreams_authorizat
             assert metadata["bearer_methods_supported"] == ["header"]
 
 
-async def test_operator_settings_override_servers_and_public_url(sdk_upstream):  # noqa: F811
+async def test_operator_settings_override_servers_and_public_url(sdk_upstream):
     settings = Settings(
         upstream=sdk_upstream.url,
         embedder="none",
@@ -173,14 +173,6 @@ GUARD = 60.0  # seconds: keeps a broken test from hanging, no speed claim
 ENDLESS_BYTES = 32 * 1024 * 1024
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @contextlib.contextmanager
 def hostile(**settings: Any) -> Iterator[tuple[HostileResourceServer, httpx.AsyncClient, Clock]]:
     """The hostile upstream on loopback, and an HTTP client to a proxy in front of it (in process)."""
@@ -188,7 +180,7 @@ def hostile(**settings: Any) -> Iterator[tuple[HostileResourceServer, httpx.Asyn
     with serve_in_thread(server) as base:
         server.base_url = base
         proxy = build_proxy(Settings(upstream=base + "/mcp", embedder="none", **settings))
-        clock = Clock()
+        clock = Clock(1000.0)
         oauth = proxy.oauth
         oauth.relay = MetadataRelay(
             proxy.upstream.http,

@@ -9,14 +9,12 @@ import httpx
 import pytest
 
 from fixtures.logs import capture_logs
-from mcp_wire import call, legacy, modern
+from fixtures.mcp_wire import call, legacy, modern
 from toolsearch.app import build_proxy
 from toolsearch.lambda_support import catalog_tier
 from toolsearch.logs import configure_logging
 from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
-
-pytest_plugins = ("tests.fixtures.dynalite",)  # dynalite and dynamo_table, for the credentials test
 
 TOKEN = "Bearer s3cr3t-T0KEN-abcdef"
 QUERY = "zanzibar-pelican-quarterly"

@@ -25,9 +25,8 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fixtures.logs import capture_logs
-from fixtures.sdk_upstream import legacy_upstream, sdk_upstream  # noqa: F401  (pytest fixtures)
+from fixtures.mcp_wire import call, legacy
 from fixtures.servers import read_asgi_body, serve_in_thread
-from mcp_wire import call, legacy
 from toolsearch.app import build_proxy
 from toolsearch.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, caller_token
 from toolsearch.settings import Settings
@@ -44,7 +43,7 @@ def connect(url: str, mode: str) -> Client:
 
 
 @pytest.fixture(scope="module")
-def proxy_urls(sdk_upstream, legacy_upstream):  # noqa: F811
+def proxy_urls(sdk_upstream, legacy_upstream):
     """A proxy in front of each upstream era, with report_progress also pinned beside the five."""
     urls = {}
     with contextlib.ExitStack() as stack:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from mcp.client.client import Client
 
+from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
-from mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.demo import demo_app
 from toolsearch.settings import Settings

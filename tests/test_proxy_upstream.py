@@ -16,15 +16,14 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fixtures.faulty_upstream import refused_url
-from fixtures.sdk_upstream import legacy_upstream, sdk_upstream  # noqa: F401  (pytest fixtures)
+from fixtures.mcp_wire import legacy
 from fixtures.servers import serve_in_thread
-from mcp_wire import legacy
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def proxy_url(sdk_upstream):  # noqa: F811
+def proxy_url(sdk_upstream):
     proxy = build_proxy(Settings(upstream=sdk_upstream.url, embedder="none"))
     with serve_in_thread(proxy.app) as base:
         yield base + "/mcp"
@@ -121,7 +120,7 @@ async def test_missing_token_is_401_with_the_upstream_challenge(proxy_url):
         assert denied.status_code == 403
 
 
-async def test_only_the_authorization_header_is_forwarded(proxy_url, sdk_upstream):  # noqa: F811
+async def test_only_the_authorization_header_is_forwarded(proxy_url, sdk_upstream):
     before = len(sdk_upstream.requests)
     async with connect(proxy_url, "dave", Cookie="session=abc", **{"X-Caller-Secret": "xyz"}) as client:
         await client.call_tool("call_read_tool", {"name": "echo", "arguments": {"message": "m"}})
@@ -132,7 +131,7 @@ async def test_only_the_authorization_header_is_forwarded(proxy_url, sdk_upstrea
         assert "cookie" not in request.headers and "x-caller-secret" not in request.headers
 
 
-async def test_a_legacy_only_upstream_works_behind_the_proxy(legacy_upstream):  # noqa: F811
+async def test_a_legacy_only_upstream_works_behind_the_proxy(legacy_upstream):
     proxy = build_proxy(Settings(upstream=legacy_upstream.url, embedder="none"))
     with serve_in_thread(proxy.app) as base:
         async with connect(base + "/mcp", "erin") as client:
@@ -142,7 +141,7 @@ async def test_a_legacy_only_upstream_works_behind_the_proxy(legacy_upstream):  
             assert result.structured_content == {"message": "x"}
 
 
-async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):  # noqa: F811
+async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):
     settings = Settings(
         upstream=sdk_upstream.url, embedder="none", pinned_tools=["echo", "search_tools", "nope"]
     )
@@ -157,7 +156,7 @@ async def test_pinned_tools_are_listed_and_called_directly(sdk_upstream):  # noq
 
 
 async def test_a_pinned_tool_whose_catalog_cannot_be_listed_is_a_401_or_an_error_result_not_a_500(
-    sdk_upstream,  # noqa: F811
+    sdk_upstream,
 ):
     async with httpx.AsyncClient(timeout=30) as http:
         for upstream_url in (sdk_upstream.url, refused_url()):

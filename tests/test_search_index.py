@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from model_helpers import make_model
-
+from fixtures.model_helpers import make_model
 from toolsearch.catalog import Catalog
 from toolsearch.model.load import load_embedder
 from toolsearch.search.embedding import VectorCache

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from tests.test_catalog_store import Clock, DemoUpstream, caller
+from fixtures.clock import Clock
+from fixtures.demo_upstream import DemoUpstream, caller
 from toolsearch.app import catalog_config, upstream_config
 from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL
@@ -26,7 +27,6 @@ from toolsearch.settings import Settings
 from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import Upstream
 
-pytest_plugins = ("tests.fixtures.dynalite",)
 pytestmark = pytest.mark.npm
 
 TTL, MAX_AGE = 600.0, 3600.0

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from fixtures.mcp_wire import legacy
 from fixtures.servers import ServerThread, start_server
-from mcp_wire import legacy
 from toolsearch.app import build_proxy
 from toolsearch.serving import uvicorn_options
 from toolsearch.settings import Settings

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from model_helpers import make_model
 from tokenizers import Tokenizer
 
+from fixtures.model_helpers import make_model
 from toolsearch.model.load import StaticEmbedder, load_embedder
 from toolsearch.model.prepare import prepare_model
 from toolsearch.model.unigram import (
