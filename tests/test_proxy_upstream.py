@@ -16,7 +16,7 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fixtures.faulty_upstream import refused_url
-from fixtures.mcp_wire import legacy
+from fixtures.mcp_wire import call, legacy
 from fixtures.servers import serve_in_thread
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
@@ -163,16 +163,20 @@ async def test_a_pinned_tool_whose_catalog_cannot_be_listed_is_a_401_or_an_error
             proxy = build_proxy(Settings(upstream=upstream_url, embedder="none", pinned_tools=["echo"]))
             with serve_in_thread(proxy.app) as base:
                 # No token: the upstream refuses the listing (401); a closed port: it cannot be reached.
-                reply = await http.post(
-                    base + "/mcp", **legacy("tools/call", {"name": "echo", "arguments": {}})
-                )
-            if upstream_url == sdk_upstream.url:
-                assert reply.status_code == 401
-                assert "resource_metadata" in reply.headers["www-authenticate"]
-            else:
-                assert reply.status_code == 200
-                result = reply.json()["result"]
-                assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "connect"
+                # Both eras: a 2026-07-28 call reads the tool's schema first, for its Mcp-Param headers.
+                replies = [
+                    await http.post(base + "/mcp", **legacy("tools/call", {"name": "echo", "arguments": {}})),
+                    await http.post(base + "/mcp", **call("echo", {})),
+                ]
+            for reply in replies:
+                if upstream_url == sdk_upstream.url:
+                    assert reply.status_code == 401
+                    assert "resource_metadata" in reply.headers["www-authenticate"]
+                else:
+                    assert reply.status_code == 200
+                    result = reply.json()["result"]
+                    assert result["isError"] is True
+                    assert result["structuredContent"]["error"]["kind"] == "connect"
 
 
 async def test_server_everything_behind_the_proxy(everything_url):

@@ -250,11 +250,6 @@ async def test_a_failed_listing_leaves_the_five_tools_and_the_proxys_guidance(ki
     assert await r.service.instructions(CALLER) == T.GUIDANCE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect: pinned_input_schema re-raises a non-refusal UpstreamError (refusals_raised), and the"
-    " endpoint answers a modern tools/call of a pinned tool with HTTP 500 when the listing fails",
-)
 @pytest.mark.parametrize("kind", list(LISTING_FAILURES))
 async def test_a_failed_listing_is_no_exception_when_reading_a_pinned_tools_schema(kind):
     r = rig()

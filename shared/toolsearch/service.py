@@ -23,7 +23,7 @@ from .catalog_store import CatalogStore
 from .finding import describe_tools, search_tools
 from .nesting import MAX_RELAYED_DEPTH
 from .progress import ProgressSink
-from .refusal import CallerRefused, raise_if_refused, refusals_raised
+from .refusal import CallerRefused, raise_if_refused
 from .results import error_result
 from .telemetry import Telemetry
 from .upstream import UpstreamError
@@ -98,8 +98,11 @@ class ToolService:
 
     async def pinned_input_schema(self, caller: Caller, name: str) -> Any:
         """A pinned tool's input schema as listed to `caller` (its `x-mcp-header` marks bind headers)."""
-        with refusals_raised():
+        try:
             tool = (await self.catalogs.get(caller)).catalog.get(name)
+        except UpstreamError as exc:
+            raise_if_refused(exc)
+            return None  # the call that follows lists again and answers the failure as a tool result
         return tool.input_schema if tool is not None else None
 
     # -- tools/call
