@@ -154,7 +154,8 @@ class ToolService:
             return error_result("invalid_arguments", message, problems=[str(exc)])
         if problems:
             message = f"The arguments of {name} do not fit its input schema: " + "; ".join(problems)
-            return error_result("invalid_arguments", message, problems=problems, inputSchema=schema)
+            # No schema beside the problems: the client has the five tools' schemas from tools/list.
+            return error_result("invalid_arguments", message, problems=problems)
         try:
             result = await self._proxy_tool(caller, name, arguments, progress)
         except UpstreamError as exc:
