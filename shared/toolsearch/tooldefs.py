@@ -38,8 +38,7 @@ _HIT_REF = {"$ref": "#/$defs/hit"}  # defined once in search_tools' output schem
 # schema: clients that check it (the Inspector does, on errors too) then show the message.
 _ERROR = {
     "type": "object",
-    "description": "Only when the call failed (isError: true): what failed (kind), in a sentence (message),"
-    " and details such as problems and inputSchema.",
+    "description": "Instead of the results, when the call failed (isError).",
     "properties": {"kind": {"type": "string"}, "message": {"type": "string"}},
     "required": ["kind", "message"],
 }
