@@ -10,4 +10,5 @@ pytest_plugins = [
     "fixtures.everything",  # everything_server, everything_url
     "fixtures.dynalite",  # dummy_aws_env, dynalite, dynamo_table
     "fixtures.contextforge",  # contextforge
+    "fixtures.result_schemas",  # every result of the five tools checked against its outputSchema
 ]

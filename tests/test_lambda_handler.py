@@ -404,7 +404,9 @@ def test_a_result_full_of_escapes_fits_the_response_lambda_serialises(
     assert response["statusCode"] == 200
     assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
     result = json.loads(response["body"])["result"]
-    assert not result.get("isError")
+    # A cut result has lost its structured part: an error, so schema-checking clients show the note.
+    assert bool(result.get("isError")) is (kind == "structured_with_quotes")
+    assert "structuredContent" not in result
     if kind == "base64_image":
         assert result["content"] == HEAVY[kind]["content"]  # base64 needs no escaping: passed whole
     else:
@@ -441,7 +443,7 @@ def test_at_the_edge_a_result_that_just_fits_passes_whole_and_one_more_byte_is_c
     assert serialised_bytes(over, monkeypatch) <= LAMBDA_RESPONSE_BYTES
 
 
-def test_describing_a_tool_too_large_for_a_response_is_cut_with_a_note(
+def test_describing_a_tool_too_large_for_a_response_is_an_error_that_says_so(
     load_handler, result_upstream, monkeypatch
 ):
     upstream, url = result_upstream
@@ -452,7 +454,9 @@ def test_describing_a_tool_too_large_for_a_response_is_cut_with_a_note(
 
     assert response["statusCode"] == 200
     assert serialised_bytes(response, monkeypatch) <= LAMBDA_RESPONSE_BYTES
-    assert "it was cut" in json.loads(response["body"])["result"]["content"][-1]["text"]
+    result = json.loads(response["body"])["result"]
+    # Cut, it would lose the structured part its output schema requires: an error that schema admits.
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "too_large"
 
 
 # -- logs: the request id on every line

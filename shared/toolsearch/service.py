@@ -31,6 +31,13 @@ from .validation import Uncheckable, Validators, argument_errors
 
 logger = logging.getLogger(__name__)
 
+# What to ask instead when the answer of a tool with an output schema would be cut.
+TOO_LARGE_ADVICE = {
+    T.SEARCH_TOOLS: "Ask for fewer matches (limit), or without input schemas (schemas: false).",
+    T.DESCRIBE_TOOL: "Ask for fewer tools at a time (a tool whose definition alone is this large can still"
+    " be called, not described).",
+}
+
 
 class UnknownTool(Exception):
     """A tools/call of a tool this server does not list (a protocol error, not a tool result)."""
@@ -153,14 +160,20 @@ class ToolService:
             return error_result("invalid_arguments", message, problems=[str(exc)])
         if problems:
             message = f"The arguments of {name} do not fit its input schema: " + "; ".join(problems)
-            return error_result("invalid_arguments", message, problems=problems, inputSchema=schema)
+            # No schema beside the problems: the client has the five tools' schemas from tools/list.
+            return error_result("invalid_arguments", message, problems=problems)
         try:
             result = await self._proxy_tool(caller, name, arguments, progress)
         except UpstreamError as exc:
             raise_if_refused(exc)
             return error_result(exc.kind, exc.message, **upstream_details(exc))
         # Every one of the five answers within max_result_bytes (a description of huge tools too).
-        return self._calls.limit(result)
+        limited = self._calls.limit(result)
+        if limited is not result and name in TOO_LARGE_ADVICE:
+            # Cut, it would lose its structured part: an error its output schema admits, and what to ask.
+            message = f"The answer of {name} is larger than the proxy passes on. {TOO_LARGE_ADVICE[name]}"
+            return error_result("too_large", message)
+        return limited
 
     async def _proxy_tool(
         self, caller: Caller, name: str, arguments: Mapping[str, Any], progress: ProgressSink | None

@@ -34,6 +34,14 @@ _ARGUMENTS = {
 }
 
 _HIT_REF = {"$ref": "#/$defs/hit"}  # defined once in search_tools' output schema
+# A failed call's structuredContent (isError: true). Declared, so that every result fits the output
+# schema: clients that check it (the Inspector does, on errors too) then show the message.
+_ERROR = {
+    "type": "object",
+    "description": "Instead of the results, when the call failed (isError).",
+    "properties": {"kind": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["kind", "message"],
+}
 _HIT = {
     "type": "object",
     "properties": {
@@ -50,6 +58,11 @@ _HIT = {
     },
     "required": ["name", "description", "readOnly"],
 }
+
+
+def _success_or_error(required: str) -> dict[str, Any]:
+    """Results carry `required`; a failed call carries `error` instead."""
+    return {"anyOf": [{"required": [required]}, {"required": ["error"]}]}
 
 
 def _search_tools(max_query_chars: int) -> dict[str, Any]:
@@ -116,8 +129,9 @@ def _search_tools(max_query_chars: int) -> dict[str, Any]:
                     },
                 },
                 "total": {"type": "integer", "description": "How many tools the catalog holds in all."},
+                "error": _ERROR,
             },
-            "required": ["total"],
+            **_success_or_error("total"),
             "$defs": {"hit": _HIT},
         },
         "annotations": {
@@ -179,8 +193,9 @@ def _describe_tool() -> dict[str, Any]:
                     "additionalProperties": {"type": "array", "items": {"type": "string"}},
                     "description": "For each unknown name, the tools closest to it.",
                 },
+                "error": _ERROR,
             },
-            "required": ["tools"],
+            **_success_or_error("tools"),
         },
         "annotations": {
             "readOnlyHint": True,
