@@ -674,3 +674,50 @@ async def test_each_call_is_counted_by_tool_and_outcome_and_nothing_else():
     sent_text = repr(r.events)
     for secret in (TOKEN, "unit-secret", "zanzibar", "424242", "notes_get", "notes_delete"):
         assert secret not in sent_text
+
+
+# -- a pinned tool is listed as the upstream declares it: its error results must fit its schema too
+
+NOTES_COUNT = {
+    "name": "notes_count",
+    "description": "Count the notes.",
+    "inputSchema": {"type": "object", "properties": {"folder": {"type": "string"}}, "required": ["folder"]},
+    "outputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+    "annotations": {"readOnlyHint": True},
+}
+
+
+@pytest.mark.parametrize(
+    "case", ["invalid arguments", "upstream failure", "upstream error that fits", "listing failed"]
+)
+async def test_a_pinned_tools_error_carries_structured_content_only_when_it_fits_the_declared_schema(case):
+    # Every request lists again (no fresh catalog), so a listing can fail after one was shown.
+    r = rig(tools=[*TOOLS, NOTES_COUNT], pinned_tools=["notes_count"], catalog_ttl=0, catalog_max_age=0)
+    arguments: dict[str, Any] = {"folder": "inbox"}
+    if case == "invalid arguments":
+        arguments = {"folder": 5}  # refused by the proxy: its own {"error": ...} fits no count
+    elif case == "upstream failure":
+        r.upstream.answers["notes_count"] = failure("unavailable", "the upstream failed with HTTP 503")
+    elif case == "upstream error that fits":
+        r.upstream.answers["notes_count"] = {
+            "content": [{"type": "text", "text": "counted what it could"}],
+            "structuredContent": {"count": 0},
+            "isError": True,
+        }
+    else:
+        await r.service.list_tools(CALLER)  # the client saw the tool and its schema
+        r.source.fail = failure("connect", "could not connect to the upstream")
+
+    result = await r.service.call(CALLER, "notes_count", arguments)
+
+    assert result["isError"] is True
+    assert result["content"][0]["text"]  # the sentence stays for the model and the person
+    if case == "upstream error that fits":
+        assert result["structuredContent"] == {"count": 0}
+    else:
+        assert "structuredContent" not in result
+
+
+async def test_a_pinned_tool_without_an_output_schema_keeps_the_proxys_structured_error():
+    r = rig()  # notes_get declares no outputSchema
+    assert error_of(await r.service.call(CALLER, "notes_get", {"id": "one"}))["kind"] == "invalid_arguments"

@@ -92,6 +92,36 @@ class UpstreamCalls:
         logger.info("tool call", extra={"tool": logged_name, "outcome": outcome, "ms": elapsed})
         return result
 
+    async def fit_declared(self, caller: Caller, name: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A pinned tool's error result with `structuredContent` only when it fits the tool's schema.
+
+        A pinned tool is listed as the upstream declares it, `outputSchema` and all, and clients
+        check even error results against it; the proxy's own errors (`{"error": ...}`) and an
+        upstream's misfit would be shown as an invalid result instead of the message. The text stays.
+        """
+        if not result.get("isError") or "structuredContent" not in result:
+            return result
+        try:
+            entry: IndexedCatalog | None = await self._catalogs.get(caller)
+        except UpstreamError:
+            entry = self._catalogs.cached(caller.key)  # what was last listed to this caller, if any
+        if entry is None:
+            return result  # never listed: no declared schema was shown to this caller
+        tool = entry.catalog.get(name)
+        if tool is None or "outputSchema" not in tool.definition:
+            return result  # not listed to this caller, or no schema declared: nothing to fit
+        schema = tool.definition["outputSchema"]
+        try:
+            fits = isinstance(schema, Mapping) and not await check_arguments(
+                schema,
+                result["structuredContent"],
+                timeout=self._limits.validation_timeout,
+                validators=entry.validators,
+            )
+        except (SchemaUnusable, Uncheckable):
+            fits = False
+        return result if fits else _text_only(result)
+
     async def batch(
         self, caller: Caller, calls: Sequence[Mapping[str, Any]], *, progress: ProgressSink | None = None
     ) -> dict[str, Any]:
@@ -219,6 +249,10 @@ class UpstreamCalls:
             return self.limit(result, max_bytes), "upstream_unknown_tool"
         result = self.limit(result, max_bytes)
         return result, "error" if result.get("isError") else "ok"
+
+
+def _text_only(result: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in result.items() if key != "structuredContent"}
 
 
 def says_unknown_tool(text: str, name: str) -> bool:

@@ -144,10 +144,11 @@ class ToolService:
         if name in self._pinned:
             # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
             try:
-                return await self._calls.call(caller, name, arguments, read_only=False, progress=progress)
+                result = await self._calls.call(caller, name, arguments, read_only=False, progress=progress)
             except UpstreamError as exc:  # the caller's catalog could not be listed
                 raise_if_refused(exc)
-                return error_result(exc.kind, exc.message, tool=name, **upstream_details(exc))
+                result = error_result(exc.kind, exc.message, tool=name, **upstream_details(exc))
+            return await self._calls.fit_declared(caller, name, result)
         schema = self._schemas[name]
         try:
             # Our own schemas are small and have no patterns: checked here, on the event loop. The
