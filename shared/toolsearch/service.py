@@ -123,6 +123,9 @@ class ToolService:
             return result
         except CallerRefused as refused:
             outcome = refused.error.kind
+            if refused.status == 401:
+                # The upstream no longer lets this caller in (revoked, expired): nor may their catalog.
+                await self.catalogs.forget(caller.key)
             raise
         finally:
             self._telemetry.count("tool_call", tool=metric, outcome=outcome)
