@@ -24,8 +24,7 @@ from .auth.client_credentials import ClientCredentials
 from .auth.exchange import ExchangeConfig, TokenExchanger
 from .auth.exchanging import ExchangingUpstream
 from .auth.http_json import auth_server_client
-from .auth.jwks import KeySet
-from .auth.tokens import IntrospectionValidator, JwtValidator, TokenValidator
+from .auth.tokens import IntrospectionValidator, TokenValidator
 from .authenticators import CallerAuthenticator, ForwardingAuthenticator, ValidatingAuthenticator
 from .calling import CallLimits, ToolCaller, UpstreamCalls
 from .catalog_routes import CatalogRoutes, RefreshLimiter
@@ -148,6 +147,10 @@ def exchange_mode(
             cache_ttl=settings.introspection_cache_ttl,
         )
     else:
+        # Here, not at the top: PyJWT and cryptography take a while to import, and forwarding needs neither.
+        from .auth.jwks import KeySet
+        from .auth.jwt_validation import JwtValidator
+
         keys = KeySet(http, settings.oauth_jwks_url, timeout=settings.oauth_timeout)
         validator = JwtValidator(keys, issuer=settings.oauth_issuer, resource=resource)
     upstream_resource = settings.exchange_resource or upstream.url

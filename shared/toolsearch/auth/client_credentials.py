@@ -43,10 +43,7 @@ def read_aws_secret(arn: str) -> str:
             return _field_or_whole(value)
         if service == "ssm":
             client = boto3.session.Session().client("ssm", region_name=region, config=config)
-            name = parts[5].removeprefix("parameter")  # parameter/name -> /name
-            answer = client.get_parameter(
-                Name=name if name.startswith("/") else "/" + name, WithDecryption=True
-            )
+            answer = client.get_parameter(Name=arn, WithDecryption=True)  # GetParameter takes the ARN
             return str(answer["Parameter"]["Value"])
     except Exception as exc:  # boto3's errors; the message may quote request values, so the code only
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)

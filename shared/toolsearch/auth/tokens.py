@@ -1,4 +1,4 @@
-"""Whether a caller's token was issued for the proxy: by its signature (JWT) or by asking (RFC 7662).
+"""Whether a caller's token was issued for the proxy: the verdicts, and asking the issuer (RFC 7662).
 
 Exchange mode accepts a token only when its issuer is the configured one, it has
 not expired, and its audience names the proxy's resource (its public URL). A
@@ -6,7 +6,8 @@ token issued for the upstream, for another API, or with no audience at all is
 refused: the MCP authorization spec asks a server to accept only tokens issued
 for it. Each refusal says why, in words fit for a `WWW-Authenticate`
 error_description; nothing here logs or keeps a token (introspection answers are
-kept under the token's hash).
+kept under the token's hash). JWTs are checked by `jwt_validation.py`, imported only
+in exchange mode (PyJWT and cryptography take a while to import).
 """
 
 from __future__ import annotations
@@ -21,11 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
-import jwt
 
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
-from .jwks import ASYMMETRIC, KeySet
 
 logger = logging.getLogger(__name__)
 
@@ -65,62 +64,6 @@ def audiences(resource: str) -> list[str]:
 def _names_audience(claim: Any, accepted: Iterable[str]) -> bool:
     values = [claim] if isinstance(claim, str) else claim if isinstance(claim, list) else []
     return any(isinstance(value, str) and value in accepted for value in values)
-
-
-class JwtValidator:
-    """A JWT access token, checked against the issuer's published keys."""
-
-    def __init__(self, keys: KeySet, *, issuer: str, resource: str) -> None:
-        self._keys = keys
-        self._issuer = issuer
-        self._audiences = audiences(resource)
-        self._resource = resource
-
-    async def validate(self, token: str) -> ValidToken:
-        if len(token) > MAX_TOKEN_CHARS:
-            raise InvalidToken(f"the token is longer than {MAX_TOKEN_CHARS} characters")
-        try:
-            header = jwt.get_unverified_header(token)
-        except jwt.PyJWTError:
-            raise InvalidToken("the token is not a JWT this server can validate") from None
-        algorithm, kid = header.get("alg"), header.get("kid")
-        if algorithm not in ASYMMETRIC or not (kid is None or isinstance(kid, str)):
-            raise InvalidToken("the token is not signed with an algorithm this server accepts")
-        try:
-            key = await self._keys.key(kid)
-        except AuthServerError as exc:
-            raise ValidationUnavailable(f"the issuer's keys could not be read ({exc})") from None
-        if key is None or key.algorithm_name != algorithm:
-            raise InvalidToken("the token is not signed by a key of the issuer")
-        try:
-            claims = jwt.decode(
-                token,
-                key,
-                algorithms=[algorithm],
-                audience=self._audiences,
-                issuer=self._issuer,
-                leeway=LEEWAY,
-                options={"require": ["exp", "iss", "aud"]},
-            )
-        except jwt.ExpiredSignatureError:
-            raise InvalidToken("the token has expired") from None
-        except jwt.InvalidAudienceError:
-            raise InvalidToken(self._wrong_audience()) from None
-        except jwt.InvalidIssuerError:
-            raise InvalidToken(f"the token was not issued by {self._issuer}") from None
-        except jwt.MissingRequiredClaimError as exc:
-            if exc.claim == "aud":
-                raise InvalidToken(self._wrong_audience()) from None
-            raise InvalidToken(f"the token has no {exc.claim} claim") from None
-        except jwt.ImmatureSignatureError:
-            raise InvalidToken("the token is not valid yet") from None
-        except jwt.PyJWTError:
-            raise InvalidToken("the token's signature does not verify") from None
-        subject = claims.get("sub")
-        return ValidToken(subject if isinstance(subject, str) else None, float(claims["exp"]))
-
-    def _wrong_audience(self) -> str:
-        return f"the token was not issued for this server: its audience must be {self._resource}"
 
 
 class IntrospectionValidator:
