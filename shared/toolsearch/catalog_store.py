@@ -411,12 +411,12 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:
-    """A failed background refresh keeps the stale catalog: logged (its kind only), never raised."""
+    """A failed background refresh keeps the stale catalog, unless the upstream refused the caller
+    (then it was dropped): logged (its kind only), never raised."""
     if task.cancelled():
         return
     error = task.exception()
     if error is not None:
-        logger.warning(
-            "catalog refresh failed; serving the stale one",
-            extra={"outcome": getattr(error, "kind", type(error).__name__)},
-        )
+        kind = getattr(error, "kind", type(error).__name__)
+        what = "the catalog dropped" if kind in REFUSING_KINDS else "serving the stale one"
+        logger.warning(f"catalog refresh failed; {what}", extra={"outcome": kind})
