@@ -6,8 +6,9 @@ metadata that names the authorization server. The proxy has no authorization
 server of its own: it names the upstream's (read from the upstream's own
 metadata by `metadata_relay`, or set by the operator), but as a resource it
 names itself, so the client asks for a token whose audience is the proxy's URL.
-The upstream must accept such tokens (docs/security.md says how that squares
-with the MCP rule against token passthrough).
+In forwarding mode the upstream must accept such tokens (docs/security.md says
+how that squares with the MCP rule against token passthrough); in exchange mode
+the proxy validates them itself and names its own issuer.
 
 Without `public_url`, the proxy's URL comes from the request's
 `X-Forwarded-Proto`/`X-Forwarded-Host`/`Host`, which a client controls: each is

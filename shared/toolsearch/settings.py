@@ -243,7 +243,7 @@ class Settings:
     public_url: str = _setting(
         "",
         "The proxy's own public URL, for OAuth protected-resource metadata; empty derives it from "
-        "each request.",
+        "each request. Required in exchange mode: callers' tokens must name `<public_url>/mcp` as audience.",
         "Server",
         metavar="URL",
     )
