@@ -152,9 +152,12 @@ async def test_a_lenient_upstream_works_in_forwarding_mode_and_a_revoked_token_i
             assert (await http.post(w.url, **modern("tools/list"))).status_code == 200
             w.issuer.revoke("alice")
             reply = await http.post(w.url, **call("call_read_tool", {"name": "echo", "arguments": {}}))
-        # The upstream has taken the proxy's tokens, so this refusal is the token's: sign in again.
-        assert reply.status_code == 401
-        assert "Authentication required" in reply.json()["error"]["message"]
+            # The upstream has taken the proxy's tokens, so this refusal is the token's: sign in again.
+            assert reply.status_code == 401
+            assert "Authentication required" in reply.json()["error"]["message"]
+            # The refused call dropped the catalog too: no more searching it within catalog_ttl.
+            searched = await http.post(w.url, **call("search_tools", {"query": "tickets"}))
+            assert searched.status_code == 401
 
 
 async def test_an_opaque_token_refused_by_an_oauth_upstream_gets_its_reason_and_the_hint():

@@ -160,10 +160,12 @@ class CatalogStore:
         """Drop a caller's catalog everywhere at once (memory and the shared tier): the upstream has
         refused them, so nothing listed for their token may be served any more. The next request
         lists again, and is refused or admitted by the upstream."""
-        self._memory.pop(key, None)
+        # A copy may be in the shared tier only when this environment held one, or was told to list
+        # past the shared one (a refresh): a stranger's refused token costs no write.
+        held = self._memory.pop(key, None) is not None or key in self._forced
         self._forced.add(key)  # should the shared tier not hear of it, this environment still lists
         self._on_event("catalog_forgotten")
-        if self._shared is not None:
+        if self._shared is not None and held:
             await self._shared.forget(key, self._clock())
 
     def invalidate(self, key: str) -> None:
