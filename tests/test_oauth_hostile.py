@@ -165,6 +165,17 @@ async def test_concurrent_callers_fetch_the_key_set_once_and_made_up_key_ids_ref
         assert setup.hostile.hits["/jwks"] <= 2  # one look for rotated keys per interval, not one per token
 
 
+async def test_an_issuer_whose_key_set_is_down_is_asked_once_not_once_per_request():
+    with exchange_proxy() as setup:
+        setup.hostile.modes["/jwks"] = "json"
+        setup.hostile.status = 503
+        setup.hostile.documents["/jwks"] = {"error": "down"}
+        async with setup.http, asyncio.timeout(GUARD):
+            replies = [await post(setup, setup.token()) for _ in range(10)]
+        assert {reply.status_code for reply in replies} == {503}
+        assert setup.hostile.hits["/jwks"] == 1  # tried again after FAILURE_RETRY, not per request
+
+
 @pytest.mark.parametrize(
     "header",
     [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable
 
@@ -25,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 TTL = 3600.0
 REFETCH_INTERVAL = 60.0
+FAILURE_RETRY = 5.0  # seconds before a failed first fetch is tried again
 MAX_KEYS = 32
 # Algorithms of asymmetric keys; "none" and the HMAC ones (a key anyone holding the set could use) never.
 ASYMMETRIC = frozenset(
@@ -50,24 +52,27 @@ class KeySet:
         self._refetch_interval = refetch_interval
         self._clock = clock
         self._keys: dict[str, jwt.PyJWK] = {}
-        self._fetched_at: float | None = None
+        self._fetched_at: float | None = None  # of the keys held
+        self._attempted_at: float | None = None  # of the last fetch, whatever its outcome
         self._running: asyncio.Task[None] | None = None
 
     async def key(self, kid: str | None) -> jwt.PyJWK | None:
         """The key named `kid` (the only key when the token names none); None when the set lacks it.
 
-        Raises AuthServerError when the set could not be fetched and none is held.
+        Raises AuthServerError when no set is held and none could be fetched (a failed first fetch is
+        not tried again for `FAILURE_RETRY` seconds: an outage costs the issuer no flood).
         """
         now = self._clock()
-        stale = self._fetched_at is None or now - self._fetched_at >= self._ttl
-        if stale:
-            await self._fetch_once(required=self._fetched_at is None)
+        since = math.inf if self._attempted_at is None else now - self._attempted_at
+        if self._fetched_at is None:
+            if since < FAILURE_RETRY and self._running is None:  # (a fetch under way is joined)
+                raise AuthServerError("the key set could not be fetched moments ago")
+            await self._fetch_once(required=True)
+        elif now - self._fetched_at >= self._ttl and since >= self._refetch_interval:
+            await self._fetch_once(required=False)
         found = self._find(kid)
-        if (
-            found is None
-            and self._fetched_at is not None
-            and self._clock() - self._fetched_at >= self._refetch_interval
-        ):
+        last = self._attempted_at if self._attempted_at is not None else -math.inf
+        if found is None and self._clock() - last >= self._refetch_interval:
             await self._fetch_once(required=False)  # rotated keys: look once more, not more often
             found = self._find(kid)
         return found
@@ -89,6 +94,7 @@ class KeySet:
             logger.warning("issuer key set could not be fetched again; keeping the keys held")
 
     async def _fetch(self) -> None:
+        self._attempted_at = self._clock()
         try:
             answer = await request_json(self._http, "GET", self._url, timeout=self._timeout)
             if answer.status != 200 or answer.body is None:
@@ -98,9 +104,6 @@ class KeySet:
                 raise AuthServerError("the key set holds no usable signing key")
             self._keys, self._fetched_at = keys, self._clock()
         except AuthServerError as exc:
-            # Try again at the refetch interval, not on every token.
-            if self._fetched_at is not None:
-                self._fetched_at = self._clock() - self._ttl + self._refetch_interval
             logger.warning("issuer key set unavailable", extra={"outcome": str(exc)})
             raise
         finally:
