@@ -75,11 +75,13 @@ class HttpEdge:
         self, request: Request, refused: CallerRefused, params: dict[str, str]
     ) -> tuple[int, str, dict[str, str]]:
         authorization = request.headers.get("authorization")
+        if not authorization:
+            return 401, refused.message, params  # no token yet: signing in is the answer
         published = await self._oauth.upstream_resource()
         ours = self._oauth.resource(request)
-        if not authorization or published is None or _same_resource(ours, published):
-            # No token yet, or an upstream that publishes no OAuth resource or names the proxy's:
-            # signing in (again) is the answer.
+        if published is None or _same_resource(ours, published):
+            # An upstream that publishes no OAuth resource, or names the proxy's: signing in again is
+            # the answer.
             return 401, refused.message, params
         if self._accepted.accepted(ours):
             return (
