@@ -8,7 +8,7 @@ uvicorn on loopback) with `--upstream` at the virtual server's `/servers/<id>/mc
 `toolsearch serve` line sets it; the caller is the official SDK client in both protocol eras.
 
 Tests marked xfail(strict=True) wait for changes to the core (fair use of the upstream, hints for
-a deployer's mistakes, dropping a catalog whose refresh is refused); each reason says which.
+a deployer's mistakes); each reason says which.
 """
 
 from __future__ import annotations
@@ -308,12 +308,6 @@ async def test_a_tool_deactivated_in_the_gateway_leaves_search_on_refresh_and_af
                 await asyncio.sleep(0.5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a catalog whose refresh the upstream refuses with 401/403 must be dropped, so the "
-    "caller's next request gets that 401 (the OAuth issue's revocation rule); today the stale "
-    "catalog is served until catalog_max_age",
-)
 async def test_a_token_revoked_in_the_gateway_loses_search_within_catalog_ttl(contextforge):
     # A token of alice's own for this test (the guide's api_token, another name), then revoked.
     fresh = contextforge.run_function(

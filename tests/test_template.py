@@ -98,7 +98,9 @@ def test_iam_allows_exactly_the_calls_the_store_makes_on_this_table_only(functio
         "dynamodb:" + "".join(part.title() for part in name.split("_"))
         for name in re.findall(r"client\.(\w+)\(", source)
     }
-    statements = [s for policy in function["Properties"]["Policies"] for s in policy["Statement"]]
+    # The policies that always apply (the client secret's are conditional: see below).
+    policies = [policy for policy in function["Properties"]["Policies"] if "Statement" in policy]
+    statements = [s for policy in policies for s in policy["Statement"]]
     assert len(statements) == 1
     (statement,) = statements
     assert statement["Effect"] == "Allow"
@@ -304,6 +306,18 @@ def deployed(transformed: dict[str, Any], **overrides: str) -> dict[str, Any]:
     def condition(name: str) -> bool:
         return bool(value(conditions[name]))
 
+    def computed(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return value(node)
+        ((key, arg),) = node.items()
+        if key == "Fn::Select":
+            return computed(arg[1])[int(computed(arg[0]))]
+        if key == "Fn::Split":
+            return str(computed(arg[1])).split(str(computed(arg[0])))
+        if key == "Fn::Join":
+            return str(computed(arg[0])).join(str(computed(part)) for part in arg[1])
+        return value(node)
+
     def value(node: Any) -> Any:
         if isinstance(node, list):
             return [v for v in (value(item) for item in node) if v != _NO_VALUE]
@@ -325,6 +339,8 @@ def deployed(transformed: dict[str, Any], **overrides: str) -> dict[str, Any]:
                 return condition(arg)
             if key == "Fn::If":
                 return value(arg[1] if condition(arg[0]) else arg[2])
+            if key == "Fn::Select":  # as the secret's conditions use it: Select of a Split of a Join
+                return computed(node)
         return {k: v for k, v in ((k, value(v)) for k, v in node.items()) if v != _NO_VALUE}
 
     return {
@@ -650,3 +666,52 @@ def test_cfn_lint_passes_on_the_transformed_template(transformed, tmp_path):
     path = tmp_path / "transformed.json"
     path.write_text(json.dumps(transformed), encoding="utf-8")
     _cfn_lint(path)
+
+
+SECRET_ARNS = {
+    "secretsmanager": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:toolsearch-client-AbCdEf",
+    "ssm": "arn:aws:ssm:eu-west-1:123456789012:parameter/toolsearch/client-secret",
+}
+
+
+def _secret_statements(resources: dict[str, Any]) -> list[dict[str, Any]]:
+    policies = resources["ProxyFunctionRole"]["Properties"]["Policies"]
+    statements = [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]
+    return [s for s in statements if not str(s.get("Action", "")).startswith("['dynamodb")]
+
+
+@pytest.mark.parametrize("store", ["none", "secretsmanager", "ssm"])
+def test_exchange_settings_are_parameters_and_only_the_named_secret_may_be_read(transformed, store):
+    arn = SECRET_ARNS.get(store, "")
+    resources = deployed(
+        transformed,
+        AuthMode="exchange",
+        OAuthIssuer="https://login.example.com/",
+        OAuthJwksUrl="https://login.example.com/jwks",
+        OAuthTokenUrl="https://login.example.com/token",
+        OAuthClientId="toolsearch-proxy",
+        OAuthClientSecretArn=arn,
+        PublicUrl="https://proxy.example.com",
+    )
+    variables = resources["ProxyFunction"]["Properties"]["Environment"]["Variables"]
+    assert variables["TOOLSEARCH_AUTH_MODE"] == "exchange"
+    assert variables["TOOLSEARCH_OAUTH_CLIENT_SECRET_ARN"] == arn
+    assert "TOOLSEARCH_OAUTH_CLIENT_SECRET" not in variables  # the secret never sits in the environment
+    settings = settings_module.from_env({k: str(v) for k, v in variables.items() if isinstance(v, str)})
+    assert settings.auth_mode == "exchange" and settings.oauth_client_secret_arn == arn
+    statements = _secret_statements(resources)
+    if store == "none":
+        assert statements == []
+        return
+    (statement,) = statements
+    action = {"secretsmanager": "secretsmanager:GetSecretValue", "ssm": "ssm:GetParameter"}[store]
+    assert statement == {"Sid": statement["Sid"], "Effect": "Allow", "Action": action, "Resource": arn}
+
+
+def test_forwarding_is_the_default_and_reads_no_secret(transformed):
+    resources = deployed(transformed)
+    assert (
+        resources["ProxyFunction"]["Properties"]["Environment"]["Variables"]["TOOLSEARCH_AUTH_MODE"]
+        == "forward"
+    )
+    assert _secret_statements(resources) == []

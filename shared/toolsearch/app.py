@@ -19,13 +19,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from . import protocol as P
+from .auth.audience import AcceptedAudiences, WitnessingUpstream
+from .auth.client_credentials import ClientCredentials
+from .auth.exchange import ExchangeConfig, TokenExchanger
+from .auth.exchanging import ExchangingUpstream
+from .auth.http_json import auth_server_client
+from .auth.tokens import IntrospectionValidator, TokenValidator
+from .authenticators import CallerAuthenticator, ForwardingAuthenticator, ValidatingAuthenticator
 from .calling import CallLimits, ToolCaller, UpstreamCalls
 from .catalog_routes import CatalogRoutes, RefreshLimiter
 from .catalog_store import CatalogConfig, CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
 from .endpoint import EndpointConfig, McpEndpoint
 from .http_edge import HttpEdge
-from .oauth import WELL_KNOWN, OAuthConfig, ProtectedResource
+from .oauth import WELL_KNOWN, OAuthConfig, ProtectedResource, resource_of
 from .response_size import ResponseSize
 from .search import Embedder
 from .search.embedding import single_threaded_blas
@@ -104,6 +111,61 @@ def tool_service(
     return ToolService(tools_config(settings), catalogs, calls, telemetry)
 
 
+def exchange_mode(
+    settings: Settings, upstream: Upstream, oauth: ProtectedResource, http: httpx.AsyncClient
+) -> tuple[ValidatingAuthenticator, ExchangingUpstream]:
+    """Exchange mode's parts: callers' tokens validated as the proxy's, exchanged for the upstream's."""
+    missing = [
+        name
+        for name in ("public_url", "oauth_issuer", "oauth_token_url", "oauth_client_id")
+        if not getattr(settings, name)
+    ]
+    if not (settings.oauth_jwks_url or settings.oauth_introspection_url):
+        missing.append("oauth_jwks_url or oauth_introspection_url")
+    if not (settings.oauth_client_secret or settings.oauth_client_secret_arn):
+        missing.append("oauth_client_secret or oauth_client_secret_arn")
+    if missing:
+        raise ValueError("auth_mode exchange needs " + ", ".join(missing))
+    credentials = ClientCredentials(
+        settings.oauth_client_id,
+        settings.oauth_client_secret,
+        secret_arn=settings.oauth_client_secret_arn,
+        method=settings.oauth_client_auth,
+    )
+    # The audience is the configured public URL, never one derived from a request's Host header:
+    # a caller could otherwise name the audience its token happens to have.
+    resource = resource_of(settings.public_url)
+    validator: TokenValidator
+    if settings.oauth_introspection_url:
+        validator = IntrospectionValidator(
+            http,
+            settings.oauth_introspection_url,
+            issuer=settings.oauth_issuer,
+            resource=resource,
+            client_auth=credentials,
+            timeout=settings.oauth_timeout,
+            cache_ttl=settings.introspection_cache_ttl,
+        )
+    else:
+        # Here, not at the top: PyJWT and cryptography take a while to import, and forwarding needs neither.
+        from .auth.jwks import KeySet
+        from .auth.jwt_validation import JwtValidator
+
+        keys = KeySet(http, settings.oauth_jwks_url, timeout=settings.oauth_timeout)
+        validator = JwtValidator(keys, issuer=settings.oauth_issuer, resource=resource)
+    upstream_resource = settings.exchange_resource or upstream.url
+    exchange = ExchangeConfig(
+        settings.oauth_token_url,
+        upstream_resource,
+        audience=settings.exchange_audience,
+        scope=settings.exchange_scope,
+        timeout=settings.oauth_timeout,
+    )
+    exchanger = TokenExchanger(exchange, http, credentials)
+    authenticator = ValidatingAuthenticator(upstream.url, oauth, validator)
+    return authenticator, ExchangingUpstream(upstream, exchanger, upstream_resource)
+
+
 def build_proxy(
     settings: Settings,
     *,
@@ -112,8 +174,10 @@ def build_proxy(
     embedder: Embedder | None = None,
     telemetry: Telemetry | None = None,
     response_size: ResponseSize | None = None,
+    auth_http: httpx.AsyncClient | None = None,
 ) -> Proxy:
-    """`response_size` counts answers where they are limited: `ResponseSize.lambda_runtime()` on Lambda."""
+    """`response_size` counts answers where they are limited: `ResponseSize.lambda_runtime()` on Lambda.
+    `auth_http` reaches the authorization server in exchange mode (its own client by default)."""
     telemetry = telemetry or Telemetry()
     size = response_size or ResponseSize.local()
     upstream_url = settings.upstream
@@ -124,19 +188,28 @@ def build_proxy(
     if embedder is not None:
         single_threaded_blas()  # a process-wide knob, set once here (docs/benchmarks.md says why)
     upstream = Upstream(upstream_url, upstream_config(settings), http=http, client_info=P.IMPLEMENTATION)
+    servers = tuple(settings.authorization_servers)
+    if settings.auth_mode == "exchange" and not servers and settings.oauth_issuer:
+        servers = (settings.oauth_issuer,)  # the server that issues the tokens the proxy accepts
+    oauth_config = OAuthConfig(settings.public_url, servers, settings.oauth_metadata_timeout)
+    oauth = ProtectedResource(oauth_config, upstream_url, upstream.http)
+    accepted = AcceptedAudiences()
+    authenticator: CallerAuthenticator
+    source: ExchangingUpstream | WitnessingUpstream
+    if settings.auth_mode == "exchange":
+        authenticator, source = exchange_mode(settings, upstream, oauth, auth_http or auth_server_client())
+    else:
+        authenticator = ForwardingAuthenticator(upstream_url, oauth)
+        source = WitnessingUpstream(upstream, accepted)
     catalogs = CatalogStore(
         catalog_config(settings),
-        upstream,
+        source,
         make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight)),
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )
-    service = tool_service(settings, catalogs, upstream, telemetry, size)
-    oauth_config = OAuthConfig(
-        settings.public_url, tuple(settings.authorization_servers), settings.oauth_metadata_timeout
-    )
-    oauth = ProtectedResource(oauth_config, upstream_url, upstream.http)
-    edge = HttpEdge(settings.allowed_origins, upstream_url, oauth)
+    service = tool_service(settings, catalogs, source, telemetry, size)
+    edge = HttpEdge(settings.allowed_origins, upstream_url, oauth, authenticator, accepted)
     endpoint_config = EndpointConfig(settings.max_body_bytes, settings.request_read_timeout)
     endpoint = McpEndpoint(endpoint_config, service, edge, telemetry, size)
     limiter = RefreshLimiter(settings.catalog_refresh_interval, shared=shared)

@@ -186,12 +186,12 @@ class CatalogRoutes:
         outcome = "ok"
         try:
             self.edge.check_origin(request)
-            caller = self.edge.caller(request)
+            caller = await self.edge.caller(request)
             try:
                 with refusals_raised():
                     body = await run(caller)
             except CallerRefused as refused:
-                raise self.edge.refusal(request, refused) from refused
+                raise await self.edge.refusal(request, refused) from refused
             except UpstreamError as exc:
                 raise HttpRefusal(502, exc.kind, f"The upstream could not list tools: {exc.message}") from exc
             return JSONResponse(body, headers=_NO_STORE)

@@ -8,7 +8,10 @@ while one background refresh per key lists the upstream again; one past
 `catalog_max_age` is listed again before answering. A failed listing is never
 cached, so a 401 or a 5xx is not remembered as an empty catalog; an anonymous
 caller's 401 is answered again for `unauthorized_ttl` seconds without asking
-the upstream.
+the upstream. A listing the upstream refuses (401/403: a revoked or expired
+token) drops that caller's catalog at once, here and in the shared tier, so a
+stale copy does not go on answering after revocation: the exposure is at most
+`catalog_ttl` and the requests answered while that one refresh runs.
 
 The shared copy lives until `catalog_max_age`, and readers judge its freshness
 by its `fetched_at`: an environment that does not get the key's lease serves a
@@ -32,6 +35,7 @@ from typing import Any, Protocol
 from . import deadline
 from .callers import Caller
 from .catalog import Catalog
+from .refusal import REFUSING_KINDS
 from .search import SearchIndex
 from .upstream import Listing, UpstreamError
 from .validation import Validators
@@ -88,6 +92,7 @@ class SharedTier(Protocol):
     async def put(self, key: str, data: bytes, fetched_at: float) -> None: ...
     async def try_lease(self, key: str, holder: str, seconds: float) -> bool: ...
     async def release_lease(self, key: str, holder: str) -> None: ...
+    async def forget(self, key: str, at: float) -> None: ...  # no copy listed before `at` is served
 
 
 EventSink = Callable[[str], None]
@@ -150,6 +155,18 @@ class CatalogStore:
     def cached(self, key: str) -> IndexedCatalog | None:
         """The catalog held in memory for a key, if any, without loading or touching its age."""
         return self._memory.get(key)
+
+    async def forget(self, key: str) -> None:
+        """Drop a caller's catalog everywhere at once (memory and the shared tier): the upstream has
+        refused them, so nothing listed for their token may be served any more. The next request
+        lists again, and is refused or admitted by the upstream."""
+        # A copy may be in the shared tier only when this environment held one, or was told to list
+        # past the shared one (a refresh): a stranger's refused token costs no write.
+        held = self._memory.pop(key, None) is not None or key in self._forced
+        self._forced.add(key)  # should the shared tier not hear of it, this environment still lists
+        self._on_event("catalog_forgotten")
+        if self._shared is not None and held:
+            await self._shared.forget(key, self._clock())
 
     def invalidate(self, key: str) -> None:
         """Forget a caller's catalog, so the next request lists the upstream again.
@@ -239,12 +256,18 @@ class CatalogStore:
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
         started = time.perf_counter()
         forced = caller.key in self._forced
-        if forced or self._shared is None:
-            entry = await self._from_upstream(caller)
-        elif background:
-            entry = await self._refresh_shared(caller)
-        else:
-            entry = await self._load_shared(caller)
+        try:
+            if forced or self._shared is None:
+                entry = await self._from_upstream(caller)
+            elif background:
+                entry = await self._refresh_shared(caller)
+            else:
+                entry = await self._load_shared(caller)
+        except UpstreamError as exc:
+            if exc.kind in REFUSING_KINDS:
+                # Revoked, expired, no longer allowed: the stale copy must not go on answering searches.
+                await self.forget(caller.key)
+            raise
         self._forced.discard(caller.key)  # only once listed: a failed listing leaves it forced
         self._remember(caller.key, entry)
         logger.info(
@@ -390,12 +413,12 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:
-    """A failed background refresh keeps the stale catalog: logged (its kind only), never raised."""
+    """A failed background refresh keeps the stale catalog, unless the upstream refused the caller
+    (then it was dropped): logged (its kind only), never raised."""
     if task.cancelled():
         return
     error = task.exception()
     if error is not None:
-        logger.warning(
-            "catalog refresh failed; serving the stale one",
-            extra={"outcome": getattr(error, "kind", type(error).__name__)},
-        )
+        kind = getattr(error, "kind", type(error).__name__)
+        what = "the catalog dropped" if kind in REFUSING_KINDS else "serving the stale one"
+        logger.warning(f"catalog refresh failed; {what}", extra={"outcome": kind})

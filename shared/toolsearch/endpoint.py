@@ -110,7 +110,7 @@ class McpEndpoint:
             try:
                 result = await self._dispatch(request, envelope, progress)
             except CallerRefused as refused:
-                raise self._edge.refusal(request, refused) from refused
+                raise await self._edge.refusal(request, refused) from refused
             if envelope.is_notification:
                 return Response(status_code=202)
             return JsonAnswer(self._fitted(envelope, result, streamed=progress is not None))
@@ -206,7 +206,7 @@ class McpEndpoint:
         self, request: Request, env: Envelope, progress: ProgressSink | None = None
     ) -> dict[str, Any]:
         modern = negotiate(request, env)
-        caller = self._edge.caller(request)
+        caller = await self._edge.caller(request)
         if env.is_notification:
             return {}  # initialized, cancelled, anything else: accepted and ignored
         if modern:

@@ -12,38 +12,37 @@ in its own body format (JSON-RPC on /mcp).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from . import protocol as P
+from .auth.audience import AcceptedAudiences, issued_for_and_live
+from .authenticators import CallerAuthenticator
 from .callers import Caller
-from .credentials import MalformedAuthorization
-from .oauth import ProtectedResource
+from .http_refusal import HttpRefusal
+from .oauth import ProtectedResource, parse_challenge
 from .refusal import CallerRefused
 
+__all__ = ["HttpEdge", "HttpRefusal"]
+
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
-
-
-@dataclass
-class HttpRefusal(Exception):
-    """A request refused before or instead of an answer: its status, a kind and a sentence."""
-
-    status: int
-    kind: str
-    message: str
-    headers: dict[str, str] = field(default_factory=dict)
-    code: int = P.INVALID_REQUEST  # the JSON-RPC code when the route speaks JSON-RPC
-    data: Any = None
+EXCHANGE_SETTING = "TOOLSEARCH_AUTH_MODE=exchange"
 
 
 class HttpEdge:
-    def __init__(self, allowed_origins: Iterable[str], upstream_url: str, oauth: ProtectedResource) -> None:
+    def __init__(
+        self,
+        allowed_origins: Iterable[str],
+        upstream_url: str,
+        oauth: ProtectedResource,
+        authenticator: CallerAuthenticator,
+        accepted: AcceptedAudiences | None = None,
+    ) -> None:
         self._origins = {origin.rstrip("/") for origin in allowed_origins}
         self._upstream_url = upstream_url
         self._oauth = oauth
+        self._authenticator = authenticator
+        self._accepted = accepted or AcceptedAudiences()
 
     def check_origin(self, request: Request) -> None:
         """Raise HttpRefusal (403) for a page of an origin that is not allowed."""
@@ -55,29 +54,68 @@ class HttpEdge:
             return
         raise HttpRefusal(403, "origin_not_allowed", "Origin not allowed")
 
-    def caller(self, request: Request) -> Caller:
-        """The caller the request's Authorization names; a malformed one is an HttpRefusal (400).
+    async def caller(self, request: Request) -> Caller:
+        """The caller the request's Authorization names, as the authenticator admits them (or an
+        HttpRefusal: 400 for a malformed header, 401/503 in exchange mode)."""
+        return await self._authenticator.caller(request)
 
-        400, not 401 (RFC 6750 §3.1 invalid_request): signing in again would not mend the header.
-        """
-        try:
-            return Caller.from_header(self._upstream_url, *request.headers.getlist("authorization"))
-        except MalformedAuthorization as exc:
-            challenge = self._oauth.invalid_request(request, str(exc))
-            raise HttpRefusal(
-                400,
-                "invalid_request",
-                str(exc),
-                {"WWW-Authenticate": challenge},
-                data={"header": "Authorization", "reason": exc.reason},
-            ) from None
+    async def refusal(self, request: Request, refused: CallerRefused) -> HttpRefusal:
+        """The upstream's refusal as the proxy's: its status and reason, a challenge naming the proxy's
+        metadata. In forwarding mode, a token the proxy's metadata made the client ask for (its
+        audience is the proxy) that the upstream refuses is a 403 saying so: signing in again would
+        get the same kind of token, so the client is not sent to sign in."""
+        params = parse_challenge(refused.error.www_authenticate)
+        status, message = refused.status, refused.message
+        if self._authenticator.forwards and status == 401:
+            status, message, params = await self._explain_forwarded(request, refused, params)
+        challenge = self._oauth.challenge(request, refused.error.www_authenticate, params)
+        return HttpRefusal(status, refused.error.kind, message, {"WWW-Authenticate": challenge}, code=-32000)
 
-    def refusal(self, request: Request, refused: CallerRefused) -> HttpRefusal:
-        """The upstream's refusal as the proxy's: same status, a challenge naming the proxy's metadata."""
-        challenge = self._oauth.challenge(request, refused.error.www_authenticate)
-        return HttpRefusal(
-            refused.status, refused.error.kind, refused.message, {"WWW-Authenticate": challenge}, code=-32000
+    async def _explain_forwarded(
+        self, request: Request, refused: CallerRefused, params: dict[str, str]
+    ) -> tuple[int, str, dict[str, str]]:
+        authorization = request.headers.get("authorization")
+        if not authorization:
+            return 401, refused.message, params  # no token yet: signing in is the answer
+        published = await self._oauth.upstream_resource()
+        ours = self._oauth.resource(request)
+        if published is None or _same_resource(ours, published):
+            # An upstream that publishes no OAuth resource, or names the proxy's: signing in again is
+            # the answer.
+            return 401, refused.message, params
+        if self._accepted.accepted(ours):
+            return (
+                401,
+                refused.message,
+                params,
+            )  # it takes the proxy's tokens: this one expired or was revoked
+        if issued_for_and_live(authorization, ours):
+            why = (
+                f"The upstream refused this token, which was issued for this proxy ({ours}), and has"
+                " accepted no token issued for the proxy since it started: it most likely accepts only"
+                f" tokens whose audience is itself ({published}). Signing in again would get the same"
+                f" kind of token. The proxy must run in token-exchange mode ({EXCHANGE_SETTING};"
+                " docs/security.md)."
+            )
+            reason = _reason(params)
+            message = why + (f" The upstream said: {reason}." if reason else "")
+            return 403, message, {"error": "invalid_token", "error_description": why}
+        hint = (
+            f". If the upstream checks token audiences, it refuses tokens issued for this proxy ({ours});"
+            f" the proxy must then run in token-exchange mode ({EXCHANGE_SETTING}; docs/security.md)."
         )
+        return 401, refused.message + hint, params
+
+
+def _reason(params: dict[str, str]) -> str:
+    error, description = params.get("error", ""), params.get("error_description", "")
+    if error and description:
+        return f"{error} ({description})"
+    return error or description
+
+
+def _same_resource(a: str, b: str) -> bool:
+    return a.rstrip("/").lower() == b.rstrip("/").lower()
 
 
 def _is_own_loopback_origin(origin: str, host: str | None) -> bool:

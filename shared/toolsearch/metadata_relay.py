@@ -44,6 +44,7 @@ class UpstreamMetadata:
 
     authorization_servers: tuple[str, ...] = ()
     scopes_supported: tuple[str, ...] | None = None
+    resource: str | None = None  # the upstream's own resource identifier (explains audience refusals)
 
 
 @dataclass
@@ -162,7 +163,8 @@ def _fields(document: dict[str, Any]) -> UpstreamMetadata:
             logger.warning("upstream metadata: scopes_supported entries that are not scope tokens dropped")
     elif scopes is not None:
         logger.warning("upstream metadata: scopes_supported is not a list; ignored")
-    return UpstreamMetadata(kept_servers, kept_scopes)
+    resource = document.get("resource")
+    return UpstreamMetadata(kept_servers, kept_scopes, resource if is_http_url(resource) else None)
 
 
 def _is_scope(value: Any) -> bool:

@@ -6,8 +6,9 @@ metadata that names the authorization server. The proxy has no authorization
 server of its own: it names the upstream's (read from the upstream's own
 metadata by `metadata_relay`, or set by the operator), but as a resource it
 names itself, so the client asks for a token whose audience is the proxy's URL.
-The upstream must accept such tokens (docs/security.md says how that squares
-with the MCP rule against token passthrough).
+In forwarding mode the upstream must accept such tokens (docs/security.md says
+how that squares with the MCP rule against token passthrough); in exchange mode
+the proxy validates them itself and names its own issuer.
 
 Without `public_url`, the proxy's URL comes from the request's
 `X-Forwarded-Proto`/`X-Forwarded-Host`/`Host`, which a client controls: each is
@@ -97,6 +98,12 @@ def _is_host(value: str) -> bool:
     return not port or int(port) <= 65535
 
 
+def resource_of(public_url: str) -> str:
+    """The resource the proxy's metadata names for a public URL: its origin and the MCP path."""
+    parts = urlsplit(public_url)
+    return f"{parts.scheme}://{parts.netloc}{MCP_PATH}"
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataDocument:
     body: dict[str, Any]
@@ -136,14 +143,26 @@ class ProtectedResource:
     def metadata_url(self, request: Request) -> str:
         return self.base(request) + WELL_KNOWN + MCP_PATH
 
-    def challenge(self, request: Request, upstream_challenge: str | None) -> str:
-        """Our 401 challenge: the upstream's scope and error, our resource metadata."""
-        params = parse_challenge(upstream_challenge)
-        hint = params.get("resource_metadata")
+    def challenge(
+        self, request: Request, upstream_challenge: str | None, params: dict[str, str] | None = None
+    ) -> str:
+        """Our challenge for the upstream's refusal: its scope and error (or `params` in their place),
+        our resource metadata."""
+        upstream = parse_challenge(upstream_challenge)
+        hint = upstream.get("resource_metadata")
         if hint and _echoable(hint):
             self._metadata_url_hint = hint
-        kept = {key: params[key] for key in _KEPT_CHALLENGE_PARAMS if key in params}
+        return self.challenge_with(request, upstream if params is None else params)
+
+    def challenge_with(self, request: Request, params: dict[str, str]) -> str:
+        """A challenge naming our resource metadata, with `params`' scope, error and error_description."""
+        kept = {key: params[key] for key in _KEPT_CHALLENGE_PARAMS if params.get(key)}
         return self._challenge(request, kept)
+
+    async def upstream_resource(self) -> str | None:
+        """The `resource` the upstream's own metadata names, when it publishes one."""
+        upstream, _ = await self.relay.get()
+        return upstream.resource
 
     def invalid_request(self, request: Request, description: str) -> str:
         """A challenge for a request whose credentials are malformed (RFC 6750 §3.1, with 400)."""

@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from .oauth import parse_challenge
 from .upstream import UpstreamError
 
 REFUSING_KINDS = frozenset({"unauthorized", "forbidden"})
+_MAX_REASON = 500  # characters of the upstream's error_description passed on
 
 
 class CallerRefused(Exception):
@@ -35,9 +37,18 @@ class CallerRefused(Exception):
 
     @property
     def message(self) -> str:
-        if self.status == 401:
-            return "The upstream requires authorization"
-        return "The upstream refused this caller"
+        """What the refusal says, with the reason the upstream's challenge gives (RFC 6750 error and
+        error_description), so a person sees why, not only that."""
+        base = (
+            "The upstream requires authorization"
+            if self.status == 401
+            else "The upstream refused this caller"
+        )
+        params = parse_challenge(self.error.www_authenticate)
+        error, description = params.get("error", ""), params.get("error_description", "")
+        if description:
+            return f"{base}: {description[:_MAX_REASON]}" + (f" ({error[:64]})" if error else "")
+        return f"{base}: {error[:64]}" if error else base
 
 
 def raise_if_refused(exc: UpstreamError) -> None:

@@ -133,6 +133,10 @@ class ToolService:
             return result
         except CallerRefused as refused:
             outcome = refused.error.kind
+            if refused.status == 401 and self.catalogs.cached(caller.key) is not None:
+                # A call refused: the upstream no longer lets this caller in (revoked, expired), nor
+                # may the catalog it was shown. (A refused listing has dropped it already.)
+                await self.catalogs.forget(caller.key)
             raise
         finally:
             self._telemetry.count("tool_call", tool=metric, outcome=outcome)

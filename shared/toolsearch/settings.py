@@ -18,11 +18,20 @@ from typing import Any
 ENV_PREFIX = "TOOLSEARCH_"
 
 
-def _setting(default: Any, help: str, group: str, *, choices: Sequence[str] = (), metavar: str = "") -> Any:
+def _setting(
+    default: Any,
+    help: str,
+    group: str,
+    *,
+    choices: Sequence[str] = (),
+    metavar: str = "",
+    secret: bool = False,
+) -> Any:
     meta = {"help": help, "group": group, "choices": tuple(choices), "metavar": metavar}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=meta)
-    return field(default=default, metadata=meta)
+    # A secret stays out of repr(): settings may be printed or logged whole.
+    return field(default=default, metadata=meta, repr=not secret)
 
 
 @dataclass(frozen=True)
@@ -234,7 +243,7 @@ class Settings:
     public_url: str = _setting(
         "",
         "The proxy's own public URL, for OAuth protected-resource metadata; empty derives it from "
-        "each request.",
+        "each request. Required in exchange mode: callers' tokens must name `<public_url>/mcp` as audience.",
         "Server",
         metavar="URL",
     )
@@ -254,6 +263,102 @@ class Settings:
         metavar="SECONDS",
     )
     log_level: str = _setting("INFO", "Log level.", "Server", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    # -- OAuth: how callers' tokens reach the upstream (docs/security.md, "Which mode for which upstream")
+    auth_mode: str = _setting(
+        "forward",
+        "`forward` passes each caller's Authorization header to the upstream as it is (for an upstream "
+        "behind static tokens, or one that accepts tokens issued for the proxy). `exchange` validates "
+        "each caller's token as issued for the proxy (`public_url`) and exchanges it (RFC 8693) at "
+        "`oauth_token_url` for one issued for the upstream: for an upstream that checks the audience.",
+        "OAuth",
+        choices=("forward", "exchange"),
+    )
+    oauth_issuer: str = _setting(
+        "",
+        "Exchange mode: the authorization server's issuer; callers' tokens must name it (`iss`). Also "
+        "advertised in the proxy's metadata when `authorization_servers` is empty.",
+        "OAuth",
+        metavar="URL",
+    )
+    oauth_jwks_url: str = _setting(
+        "",
+        "Exchange mode: the issuer's JSON Web Key Set, to validate callers' JWT access tokens locally. "
+        "Give this or `oauth_introspection_url`.",
+        "OAuth",
+        metavar="URL",
+    )
+    oauth_introspection_url: str = _setting(
+        "",
+        "Exchange mode: the issuer's RFC 7662 introspection endpoint, asked (with the proxy's client "
+        "credentials) whether a caller's token is active; sees revocation, unlike a JWT. Used instead of "
+        "`oauth_jwks_url` when both are set.",
+        "OAuth",
+        metavar="URL",
+    )
+    introspection_cache_ttl: float = _setting(
+        30.0,
+        "Exchange mode: seconds an introspection answer is reused for the same token (never past the "
+        "token's expiry); a revoked token is refused at most this long after its revocation. 0 asks "
+        "every time.",
+        "OAuth",
+        metavar="SECONDS",
+    )
+    oauth_token_url: str = _setting(
+        "",
+        "Exchange mode: the authorization server's token endpoint, where callers' tokens are exchanged.",
+        "OAuth",
+        metavar="URL",
+    )
+    oauth_client_id: str = _setting(
+        "", "Exchange mode: the proxy's own client id at the authorization server.", "OAuth", metavar="ID"
+    )
+    oauth_client_secret: str = _setting(
+        "",
+        "Exchange mode: the proxy's client secret. Set it in the environment, never on a command line; "
+        "on Lambda leave it empty and name the secret with `oauth_client_secret_arn`.",
+        "OAuth",
+        metavar="SECRET",
+        secret=True,
+    )
+    oauth_client_secret_arn: str = _setting(
+        "",
+        "Exchange mode: ARN of a Secrets Manager secret or an SSM SecureString parameter holding the "
+        "proxy's client secret, read once when first needed (the Lambda template grants reading only it).",
+        "OAuth",
+        metavar="ARN",
+    )
+    oauth_client_auth: str = _setting(
+        "client_secret_basic",
+        "Exchange mode: how the proxy authenticates at the token and introspection endpoints.",
+        "OAuth",
+        choices=("client_secret_basic", "client_secret_post"),
+    )
+    exchange_resource: str = _setting(
+        "",
+        "Exchange mode: the `resource` (RFC 8707) asked for in each exchange: the upstream as its "
+        "authorization server knows it. Empty: the upstream's URL.",
+        "OAuth",
+        metavar="URL",
+    )
+    exchange_audience: str = _setting(
+        "",
+        "Exchange mode: an `audience` to ask for as well, for servers that name APIs by a logical name.",
+        "OAuth",
+        metavar="NAME",
+    )
+    exchange_scope: str = _setting(
+        "",
+        "Exchange mode: the scope to ask for the upstream token; empty lets the authorization server decide.",
+        "OAuth",
+        metavar="SCOPES",
+    )
+    oauth_timeout: float = _setting(
+        5.0,
+        "Exchange mode: seconds for one request to the authorization server (key set, introspection, "
+        "exchange), connecting and the whole answer.",
+        "OAuth",
+        metavar="SECONDS",
+    )
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

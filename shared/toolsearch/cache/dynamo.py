@@ -14,6 +14,8 @@ because DynamoDB deletes expired items late and dynalite never does):
                                     compression), fetched_at (N)
   chunk  pk=<key>#v#<version>#<n>   kind="chunk", data (B; part n of the compressed bytes)
   lease  pk=<key>#lease             kind="lease", holder (S)
+  gone   pk=<key>                   kind="forgotten", fetched_at (N): the upstream refused the caller at
+                                    that time; read as absent, and only a newer listing replaces it
 
 Writing: compress; if the result fits one item it goes inline in the head,
 otherwise chunks are written first under a fresh version, and only then is the
@@ -26,7 +28,7 @@ Failures never fail the request: an unreachable or throttled table, or a corrupt
 item, makes `get` return None and `put` do nothing, with a WARNING (a key prefix
 at most, never data) and an event for metrics. Events passed to `on_event`:
 dynamo_hit, dynamo_miss, dynamo_put, dynamo_put_superseded, dynamo_too_large,
-dynamo_corrupt, dynamo_throttled, dynamo_error.
+dynamo_corrupt, dynamo_throttled, dynamo_error, dynamo_forgotten.
 
 One module on purpose, past 400 lines: heads, chunks and leases are one protocol over
 one table, and the argument that a reader never sees a torn catalog reads as a whole.
@@ -174,6 +176,11 @@ class DynamoSharedTier:
         _check_key(key)
         await asyncio.to_thread(self._guarded, "release", key, None, self._release_lease, key, holder)
 
+    async def forget(self, key: str, at: float) -> None:
+        """Stop serving `key`'s catalog: a tombstone head that no copy listed before `at` replaces."""
+        _check_key(key)
+        await asyncio.to_thread(self._guarded, "forget", key, None, self._forget, key, at)
+
     # -- error boundary
 
     def _guarded(
@@ -223,7 +230,7 @@ class DynamoSharedTier:
         now = self._clock()
         # An eventually consistent head is fine: an older head still names chunks that exist.
         head = client.get_item(TableName=self.table_name, Key={"pk": {"S": key}}).get("Item")
-        if head is None or _expired(head, now):
+        if head is None or _expired(head, now) or head.get("kind", {}).get("S") == "forgotten":
             self._event("dynamo_miss")
             return None
         version, codec, chunks, checksum, size, fetched_at = _parse_head(head)
@@ -338,6 +345,31 @@ class DynamoSharedTier:
             if unprocessed:
                 rounds = _next_round(rounds, made_progress=len(unprocessed) < len(batch))
                 requests = unprocessed + requests
+
+    def _forget(self, key: str, at: float) -> None:
+        client = self._client_or_make()
+        tombstone = {
+            "pk": {"S": key},
+            "kind": {"S": "forgotten"},
+            "fetched_at": {"N": repr(float(at))},
+            "expires_at": {"N": str(math.ceil(self._clock() + self.ttl_seconds))},
+        }
+        try:
+            # A put's condition compares fetched_at: a listing that started before the refusal, finishing
+            # late, cannot bring the catalog back. A newer listing (the upstream admitted the token again)
+            # is left in place.
+            client.put_item(
+                TableName=self.table_name,
+                Item=tombstone,
+                ConditionExpression="attribute_not_exists(pk) OR NOT attribute_type(fetched_at, :n) "
+                "OR fetched_at <= :at",
+                ExpressionAttributeValues={":n": {"S": "N"}, ":at": tombstone["fetched_at"]},
+            )
+        except Exception as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            return
+        self._event("dynamo_forgotten")
 
     def _try_lease(self, key: str, holder: str, seconds: float) -> bool:
         client = self._client_or_make()

@@ -16,6 +16,8 @@ KINDS = (
     "rpc_error",  # the upstream answered a JSON-RPC error (see code and data)
     "bad_request",  # our request could not be sent as it is (e.g. a header HTTP forbids); nothing was sent
     "session_expired",  # a legacy upstream had forgotten the caller's session; the call was not re-sent
+    "exchange_failed",  # exchange mode: the authorization server would not give the proxy an upstream token
+    "token_expired",  # exchange mode: the upstream refused the proxy's held token; the call was not re-sent
 )
 
 RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})

@@ -1,0 +1,105 @@
+"""Whether a token the upstream refused was issued for the proxy: read, never trusted, to explain.
+
+In forwarding mode the proxy's metadata names the proxy as the resource, so a
+client that follows the MCP authorization spec asks for a token whose audience
+is the proxy. An upstream that checks audiences refuses every such token, and
+signing in again gets the same kind of token. The unverified claims of a JWT say
+whose it is and whether it has expired; `AcceptedAudiences` remembers which
+audiences the upstream has accepted since the proxy started, so a revoked token
+at an upstream that does accept the proxy's audience is still told to sign in.
+None of this admits anybody: it only chooses the words and status of a refusal.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..progress import ProgressSink
+from ..upstream import Listing, Upstream
+from .tokens import LEEWAY, MAX_TOKEN_CHARS, audiences
+
+MAX_REMEMBERED = 16
+
+
+def unverified_claims(authorization: str | None) -> dict[str, Any] | None:
+    """The claims of a Bearer JWT, read without checking anything; None for anything else.
+
+    Read by hand (base64url JSON): only to explain a refusal, and so forwarding mode needs no JWT library.
+    """
+    if not authorization:
+        return None
+    scheme, _, token = authorization.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or len(token) > MAX_TOKEN_CHARS or token.count(".") != 2:
+        return None
+    payload = token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, RecursionError):  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
+    return claims if isinstance(claims, dict) else None
+
+
+def _audience_values(claims: Mapping[str, Any]) -> list[str]:
+    claim = claims.get("aud")
+    values = [claim] if isinstance(claim, str) else claim if isinstance(claim, list) else []
+    return [value for value in values if isinstance(value, str)]
+
+
+def issued_for_and_live(authorization: str | None, resource: str) -> bool:
+    """Whether the Bearer JWT names `resource` in its audience and has not expired (unverified)."""
+    claims = unverified_claims(authorization)
+    if claims is None:
+        return False
+    expires = claims.get("exp")
+    if isinstance(expires, (int, float)) and expires + LEEWAY < time.time():
+        return False
+    accepted = audiences(resource)
+    return any(value in accepted for value in _audience_values(claims))
+
+
+class AcceptedAudiences:
+    """The audiences of JWTs the upstream accepted since the proxy started (at most a few)."""
+
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+
+    def note(self, authorization: str | None) -> None:
+        if len(self._seen) >= MAX_REMEMBERED:
+            return
+        claims = unverified_claims(authorization)
+        if claims is not None:
+            for value in _audience_values(claims)[:MAX_REMEMBERED]:
+                self._seen.add(value.rstrip("/"))
+
+    def accepted(self, resource: str) -> bool:
+        return resource.rstrip("/") in self._seen
+
+
+class WitnessingUpstream:
+    """The upstream in forwarding mode, noting the audiences of the tokens it accepts."""
+
+    def __init__(self, upstream: Upstream, seen: AcceptedAudiences) -> None:
+        self._upstream = upstream
+        self._seen = seen
+
+    async def list_tools(self, authorization: str | None) -> Listing:
+        listing = await self._upstream.list_tools(authorization)
+        self._seen.note(authorization)
+        return listing
+
+    async def call_tool(
+        self,
+        authorization: str | None,
+        tool: Mapping[str, Any],
+        arguments: dict[str, Any],
+        *,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        result = await self._upstream.call_tool(authorization, tool, arguments, progress=progress)
+        self._seen.note(authorization)
+        return result

@@ -1,0 +1,157 @@
+"""Whether a caller's token was issued for the proxy: the verdicts, and asking the issuer (RFC 7662).
+
+Exchange mode accepts a token only when its issuer is the configured one, it has
+not expired, and its audience names the proxy's resource (its public URL). A
+token issued for the upstream, for another API, or with no audience at all is
+refused: the MCP authorization spec asks a server to accept only tokens issued
+for it. Each refusal says why, in words fit for a `WWW-Authenticate`
+error_description; nothing here logs or keeps a token (introspection answers are
+kept under the token's hash). JWTs are checked by `jwt_validation.py`, imported only
+in exchange mode (PyJWT and cryptography take a while to import).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import httpx
+
+from .client_credentials import SecretUnavailable
+from .http_json import AuthServerError, request_json
+
+logger = logging.getLogger(__name__)
+
+LEEWAY = 30.0  # seconds of clock difference tolerated between the issuer and the proxy
+MAX_TOKEN_CHARS = 16 * 1024  # a JWT with many claims is a few KB
+MAX_CACHED = 4096
+
+
+class InvalidToken(Exception):
+    """The token is not one the proxy accepts; `str()` says why (no token in it)."""
+
+
+class ValidationUnavailable(Exception):
+    """The token could not be checked just now (the issuer's keys or introspection did not answer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ValidToken:
+    subject: str | None
+    expires_at: float | None  # unix seconds; None when the issuer gave no expiry
+
+
+class TokenValidator(Protocol):
+    async def validate(self, token: str) -> ValidToken: ...
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def audiences(resource: str) -> list[str]:
+    """The spellings of the proxy's resource a token's audience may carry (a trailing slash aside)."""
+    bare = resource.rstrip("/")
+    return [bare, bare + "/"]
+
+
+def _names_audience(claim: Any, accepted: Iterable[str]) -> bool:
+    values = [claim] if isinstance(claim, str) else claim if isinstance(claim, list) else []
+    return any(isinstance(value, str) and value in accepted for value in values)
+
+
+class IntrospectionValidator:
+    """An opaque or JWT token, checked by asking the issuer (RFC 7662); answers kept a short while."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        *,
+        issuer: str,
+        resource: str,
+        client_auth: Callable[[], Any],
+        timeout: float,
+        cache_ttl: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._http = http
+        self._url = url
+        self._issuer = issuer
+        self._audiences = audiences(resource)
+        self._resource = resource
+        self._client_auth = client_auth
+        self._timeout = timeout
+        self._cache_ttl = cache_ttl
+        self._clock = clock
+        self._cache: OrderedDict[str, tuple[float, ValidToken | str]] = OrderedDict()
+        self._running: dict[str, asyncio.Task[ValidToken | str]] = {}
+
+    async def validate(self, token: str) -> ValidToken:
+        if len(token) > MAX_TOKEN_CHARS:
+            raise InvalidToken(f"the token is longer than {MAX_TOKEN_CHARS} characters")
+        key = token_hash(token)
+        now = self._clock()
+        held = self._cache.get(key)
+        if held is not None and now < held[0]:
+            return _verdict(held[1])
+        task = self._running.get(key)
+        if task is None:
+            # One introspection per token at a time: a client's burst asks the issuer once.
+            task = self._running[key] = asyncio.create_task(self._introspect(token))
+            task.add_done_callback(lambda _done: self._running.pop(key, None))
+        verdict = await asyncio.shield(task)
+        until = now + self._cache_ttl
+        if isinstance(verdict, ValidToken) and verdict.expires_at is not None:
+            until = min(until, verdict.expires_at)
+        if self._cache_ttl > 0:
+            self._cache[key] = (until, verdict)
+            self._cache.move_to_end(key)
+            while len(self._cache) > MAX_CACHED:
+                self._cache.popitem(last=False)
+        return _verdict(verdict)
+
+    async def _introspect(self, token: str) -> ValidToken | str:
+        try:
+            form, headers = await self._client_auth()
+        except SecretUnavailable as exc:
+            raise ValidationUnavailable(str(exc)) from None
+        form = {**form, "token": token, "token_type_hint": "access_token"}
+        try:
+            answer = await request_json(
+                self._http, "POST", self._url, timeout=self._timeout, form=form, headers=headers
+            )
+        except AuthServerError as exc:
+            raise ValidationUnavailable(f"the issuer's introspection did not answer ({exc})") from None
+        body = answer.body
+        if answer.status != 200 or body is None:
+            logger.warning("token introspection failed", extra={"outcome": f"HTTP {answer.status}"})
+            raise ValidationUnavailable(f"the issuer's introspection answered HTTP {answer.status}")
+        if body.get("active") is not True:
+            return "the token is not active (expired or revoked)"
+        issuer = body.get("iss")
+        if issuer is not None and issuer != self._issuer:
+            return f"the token was not issued by {self._issuer}"
+        if not _names_audience(body.get("aud"), self._audiences):
+            return f"the token was not issued for this server: its audience must be {self._resource}"
+        expires = body.get("exp")
+        if isinstance(expires, (int, float)) and not isinstance(expires, bool):
+            if expires + LEEWAY < self._clock():
+                return "the token has expired"
+            expires_at: float | None = float(expires)
+        else:
+            expires_at = None
+        subject = body.get("sub")
+        return ValidToken(subject if isinstance(subject, str) else None, expires_at)
+
+
+def _verdict(verdict: ValidToken | str) -> ValidToken:
+    if isinstance(verdict, str):
+        raise InvalidToken(verdict)
+    return verdict

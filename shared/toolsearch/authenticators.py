@@ -1,0 +1,100 @@
+"""Who a request comes from, as /mcp and /catalog both learn it: the `CallerAuthenticator` seam.
+
+Forwarding (the default) reads the Authorization header as `credentials.py`
+does and takes any credential: the upstream decides. Exchange mode admits only a
+Bearer token it validated as issued for the proxy (`auth/tokens.py`); anything
+else gets a 401 whose challenge names the proxy's metadata, before anything
+reaches the upstream. Either way the caller's key is the hash of their own
+header, so a catalog is kept per token the caller holds.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from starlette.requests import Request
+
+from .auth.tokens import InvalidToken, TokenValidator, ValidationUnavailable
+from .callers import Caller
+from .credentials import MalformedAuthorization
+from .http_refusal import HttpRefusal
+from .oauth import ProtectedResource
+
+RETRY_VALIDATION = 5  # seconds a client is told to wait when the issuer could not be asked
+
+
+class CallerAuthenticator(Protocol):
+    forwards: bool  # whether the caller's own header goes to the upstream
+
+    async def caller(self, request: Request) -> Caller:
+        """The request's caller; an `HttpRefusal` (400, 401, 503) when it is not admitted."""
+        ...
+
+
+class ForwardingAuthenticator:
+    forwards = True
+
+    def __init__(self, upstream_url: str, oauth: ProtectedResource) -> None:
+        self._upstream_url = upstream_url
+        self._oauth = oauth
+
+    async def caller(self, request: Request) -> Caller:
+        return read_caller(request, self._upstream_url, self._oauth)
+
+
+class ValidatingAuthenticator:
+    """Exchange mode: a Bearer token issued for the proxy, or a 401 naming the proxy's metadata."""
+
+    forwards = False
+
+    def __init__(self, upstream_url: str, oauth: ProtectedResource, validator: TokenValidator) -> None:
+        self._upstream_url = upstream_url
+        self._oauth = oauth
+        self._validator = validator
+
+    async def caller(self, request: Request) -> Caller:
+        caller = read_caller(request, self._upstream_url, self._oauth)
+        if caller.authorization is None:
+            raise self._unauthorized(request, "This server needs a token issued for it: sign in.", None)
+        scheme, _, token = caller.authorization.partition(" ")
+        if scheme != "Bearer" or not token:
+            why = "this server takes Bearer tokens only"
+            raise self._unauthorized(request, f"The token was refused: {why}.", why, "invalid_request")
+        try:
+            await self._validator.validate(token)
+        except InvalidToken as exc:
+            raise self._unauthorized(request, f"The token was refused: {exc}.", str(exc)) from None
+        except ValidationUnavailable as exc:
+            raise HttpRefusal(
+                503,
+                "auth_unavailable",
+                f"The token could not be checked just now: {exc}. Try again shortly.",
+                {"Retry-After": str(RETRY_VALIDATION)},
+                code=-32000,
+            ) from None
+        return caller
+
+    def _unauthorized(
+        self, request: Request, message: str, description: str | None, error: str = "invalid_token"
+    ) -> HttpRefusal:
+        params = {"error": error, "error_description": description} if description else {}
+        challenge = self._oauth.challenge_with(request, params)
+        return HttpRefusal(401, "unauthorized", message, {"WWW-Authenticate": challenge}, code=-32000)
+
+
+def read_caller(request: Request, upstream_url: str, oauth: ProtectedResource) -> Caller:
+    """The caller the request's Authorization names; a malformed one is an HttpRefusal (400).
+
+    400, not 401 (RFC 6750 §3.1 invalid_request): signing in again would not mend the header.
+    """
+    try:
+        return Caller.from_header(upstream_url, *request.headers.getlist("authorization"))
+    except MalformedAuthorization as exc:
+        challenge = oauth.invalid_request(request, str(exc))
+        raise HttpRefusal(
+            400,
+            "invalid_request",
+            str(exc),
+            {"WWW-Authenticate": challenge},
+            data={"header": "Authorization", "reason": exc.reason},
+        ) from None
