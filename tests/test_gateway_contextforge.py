@@ -479,11 +479,6 @@ async def test_one_users_burst_leaves_another_users_calls_working(contextforge, 
     assert any(a.outcome == "ok" for a in run.alice), summary
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a rate_limited error must report the upstream's own Retry-After (here 900 s); "
-    "RETRY_AFTER_CAP bounds only the proxy's own wait before a retry (today it reports 10.0)",
-)
 async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default_limits_gateway):  # noqa: F811
     upstream = contextforge.upstream_url(default_limits_gateway)
     bob_token = contextforge.values["BOB_TOKEN"]

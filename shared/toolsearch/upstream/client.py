@@ -67,6 +67,7 @@ log = logging.getLogger("toolsearch.upstream")
 
 
 BACKOFF_BASE, BACKOFF_CAP = 0.25, 4.0
+LONGEST_RETRY_WAIT = 10.0  # seconds a listing waits for the upstream's Retry-After; longer: it fails at once
 DEFAULT_MAX_SESSIONS = 1024
 
 
@@ -380,6 +381,10 @@ class Upstream:
                     raise
                 delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n))  # full jitter
                 if exc.retry_after is not None:
+                    # Never before the upstream's Retry-After: a request sooner is one more refusal,
+                    # which a gateway counts towards locking the proxy's address out.
+                    if exc.retry_after > LONGEST_RETRY_WAIT:
+                        raise  # a caller is waiting: the upstream's own figure tells them more
                     delay = max(delay, exc.retry_after)
                 if asyncio.get_running_loop().time() + delay >= deadline:
                     raise  # the wait alone would pass the deadline: this error says more than a timeout
