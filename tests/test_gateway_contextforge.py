@@ -462,12 +462,6 @@ def default_limits_gateway(contextforge) -> Iterator[GatewayProcess]:  # noqa: F
         yield gateway
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: the proxy must bound what one caller key makes it send upstream (concurrency and "
-    "rate per caller, answering that caller alone `rate_limited`); today alice's 92 calls reach the "
-    "gateway, which locks the proxy's address out, and bob with it",
-)
 async def test_one_users_burst_leaves_another_users_calls_working(contextforge, default_limits_gateway):  # noqa: F811
     upstream = contextforge.upstream_url(default_limits_gateway)
     with running_proxy(contextforge, upstream=upstream, source=BURST_SOURCE) as base:
