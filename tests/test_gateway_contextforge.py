@@ -404,11 +404,6 @@ async def test_the_proxy_never_follows_the_gateways_successor_link(contextforge)
     assert set(recorder.paths) == {path}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an upstream 401/403 for a scheme-less Authorization header must say to send "
-    "`Authorization: Bearer <token>` (today: 'The upstream refused this caller')",
-)
 async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforge):  # noqa: F811
     token = contextforge.values["ALICE_TOKEN"]
     with running_proxy(contextforge) as base:

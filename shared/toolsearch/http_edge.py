@@ -20,7 +20,7 @@ from starlette.requests import Request
 
 from . import protocol as P
 from .callers import Caller
-from .credentials import MalformedAuthorization
+from .credentials import MalformedAuthorization, form_hint
 from .oauth import ProtectedResource
 from .refusal import CallerRefused
 
@@ -73,10 +73,15 @@ class HttpEdge:
             ) from None
 
     def refusal(self, request: Request, refused: CallerRefused) -> HttpRefusal:
-        """The upstream's refusal as the proxy's: same status, a challenge naming the proxy's metadata."""
+        """The upstream's refusal as the proxy's: same status, a challenge naming the proxy's metadata,
+        and how to mend a header of one word (a deployer's usual mistake)."""
         challenge = self._oauth.challenge(request, refused.error.www_authenticate)
+        message = refused.message
+        hint = form_hint(*request.headers.getlist("authorization"))
+        if hint is not None:
+            message = f"{message}. {hint}"
         return HttpRefusal(
-            refused.status, refused.error.kind, refused.message, {"WWW-Authenticate": challenge}, code=-32000
+            refused.status, refused.error.kind, message, {"WWW-Authenticate": challenge}, code=-32000
         )
 
 
