@@ -7,8 +7,8 @@ holding every tool, and team-scoped API tokens. The proxy is the real app (`buil
 uvicorn on loopback) with `--upstream` at the virtual server's `/servers/<id>/mcp`, as the guide's
 `toolsearch serve` line sets it; the caller is the official SDK client in both protocol eras.
 
-Tests marked xfail(strict=True) wait for changes to the core (fair use of the upstream, hints for
-a deployer's mistakes, dropping a catalog whose refresh is refused); each reason says which.
+A test marked xfail(strict=True) waits for a change to the core (dropping a catalog whose refresh
+is refused); its reason says which.
 """
 
 from __future__ import annotations
@@ -424,13 +424,6 @@ async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforg
     assert "Authorization: Bearer" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an upstream that answers discovery with 404/405 must get a hint naming the MCP "
-    "endpoint the URL most likely meant (…/sse -> …/mcp; no /mcp -> add it; ContextForge's "
-    "/v1/servers/<id>/mcp successor -> /servers/<id>/mcp); today: 'answered neither server/discover "
-    "(HTTP 405) nor initialize'",
-)
 @pytest.mark.parametrize("shape", ["/servers/{id}", "/servers/{id}/sse", "/v1/servers/{id}/mcp"])
 async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(contextforge, shape):  # noqa: F811
     gateway, server_id = contextforge.gateway.url, contextforge.server_id

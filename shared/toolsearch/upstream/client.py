@@ -48,6 +48,7 @@ from toolsearch.protocol import (
     encode_header_value,
 )
 
+from . import endpoint_hint
 from .answers import raise_for_status, result_of
 from .config import UpstreamConfig
 from .era import (
@@ -271,6 +272,14 @@ class Upstream:
             instructions = result.get("instructions") if isinstance(result, dict) else None
             return MODERN, instructions if isinstance(instructions, str) else ""
         if verdict == "nothing":
+            if 300 <= reply.status < 400:
+                hint = endpoint_hint.redirect(self.url, reply.headers)
+                log.warning("upstream answered server/discover with a redirect (HTTP %s)", reply.status)
+                raise UpstreamError(
+                    "bad_response",
+                    f"the upstream answered server/discover with a redirect (HTTP {reply.status}). {hint}",
+                    status=reply.status,
+                )
             result_of(reply, body["id"])  # raises this caller's error
             raise UpstreamError("bad_response", "the upstream's answer to server/discover is not MCP")
         try:
@@ -283,10 +292,17 @@ class Upstream:
                 log.warning("upstream server/discover failed, initialize refused: modern, no instructions")
                 return MODERN, ""
             if exc.kind == "bad_response" and exc.status is not None and 400 <= exc.status < 500:
+                log.warning(
+                    "upstream answered neither server/discover (HTTP %s) nor initialize (HTTP %s); "
+                    "the MCP endpoint is most likely %s",
+                    reply.status,
+                    exc.status,
+                    endpoint_hint.likely_endpoint(self.url) or "elsewhere",
+                )
                 raise UpstreamError(
                     "bad_response",
                     f"the upstream answered neither server/discover (HTTP {reply.status}) nor initialize "
-                    f"(HTTP {exc.status}) as an MCP server; its protocol era is unknown",
+                    f"(HTTP {exc.status}) as an MCP server. {endpoint_hint.not_an_endpoint(self.url)}",
                     status=exc.status,
                 ) from None
             raise
