@@ -442,6 +442,7 @@ async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(context
 
 BURST_SOURCE = "127.0.0.2"  # each test's own address: a lockout one test causes is not another's
 LOCKOUT_SOURCE = "127.0.0.3"
+FORWARDED_SOURCE = "127.0.0.4"
 
 
 @pytest.fixture(scope="module")
@@ -479,9 +480,35 @@ async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default
     assert error["retryAfterSeconds"] == 900
 
 
-async def lock_out(upstream: str, token: str, source: str, most: int = 400) -> str:
+async def test_the_gateway_takes_the_client_address_from_x_forwarded_for_whoever_sends_it(
+    contextforge,  # noqa: F811
+    default_limits_gateway,
+):
+    # What docs/gateways.md says of X-Forwarded-For: ContextForge 1.1.0 (TRUST_PROXY_AUTH unset)
+    # limits and locks out the address a request's first X-Forwarded-For names, from any sender.
+    upstream = contextforge.upstream_url(default_limits_gateway)
+    named = "198.51.100.7"
+    await lock_out(upstream, contextforge.values["CAROL_TOKEN"], FORWARDED_SOURCE, forwarded_for=named)
+    alice = {"Authorization": f"Bearer {contextforge.values['ALICE_TOKEN']}", "Accept": ACCEPT}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    transport = httpx.AsyncHTTPTransport(local_address=FORWARDED_SOURCE)
+    async with httpx.AsyncClient(timeout=60, transport=transport) as http:
+        from_the_socket = await http.post(upstream, headers=alice, json=body)
+        as_named = await http.post(upstream, headers={**alice, "X-Forwarded-For": named}, json=body)
+    assert from_the_socket.status_code == 200  # the address it came from was never locked
+    assert as_named.status_code == 429 and "lockout" in as_named.text.lower()
+
+
+ACCEPT = "application/json, text/event-stream"
+
+
+async def lock_out(
+    upstream: str, token: str, source: str, most: int = 400, forwarded_for: str | None = None
+) -> str:
     """Call the gateway directly from `source` until it locks that address out; its Retry-After."""
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+    if forwarded_for is not None:
+        headers["X-Forwarded-For"] = forwarded_for
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     transport = httpx.AsyncHTTPTransport(local_address=source)
     async with httpx.AsyncClient(timeout=60, transport=transport) as http:
