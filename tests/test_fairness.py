@@ -146,6 +146,16 @@ async def test_no_slot_by_the_deadline_refuses_the_call_unsent_and_gives_its_tok
     assert await take(fair, "alice") == 1.0
 
 
+async def test_a_free_slot_is_taken_whatever_the_deadline():
+    # A call whose time is already up (a Lambda request's budget spent) is the upstream client's
+    # `timeout` to report, not a concurrency refusal: only waiting for a slot is bounded here.
+    fair = FairUse(FairUseConfig(rate=0, concurrency=1), Clock())
+    ran = False
+    async with fair.turn("alice", asyncio.get_running_loop().time() - 1):
+        ran = True
+    assert ran
+
+
 async def test_a_slot_is_freed_when_the_call_fails():
     fair = FairUse(FairUseConfig(rate=0, concurrency=1), Clock())
     with pytest.raises(RuntimeError):

@@ -80,25 +80,31 @@ class FairUse:
             if slots is None:
                 yield
                 return
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await slots.acquire()
-            except TimeoutError:
-                acquired = False
+            if slots.locked():
+                await self._wait_for_slot(caller, slots, deadline)
             else:
-                # A slot freed at the deadline leaves no time to call: as good as none.
-                acquired = asyncio.get_running_loop().time() < deadline
-                if not acquired:
-                    slots.release()
-            if not acquired:
-                caller.tokens = min(self._burst, caller.tokens + 1)  # nothing was sent: give it back
-                raise CallerLimited("concurrency", None)
+                await slots.acquire()  # a free slot: taken at once, whatever the deadline
             try:
                 yield
             finally:
                 slots.release()
         finally:
             caller.users -= 1
+
+    async def _wait_for_slot(self, caller: _Caller, slots: asyncio.Semaphore, deadline: float) -> None:
+        try:
+            async with asyncio.timeout_at(deadline):
+                await slots.acquire()
+        except TimeoutError:
+            acquired = False
+        else:
+            # A slot freed at the deadline leaves no time to call: as good as none.
+            acquired = asyncio.get_running_loop().time() < deadline
+            if not acquired:
+                slots.release()
+        if not acquired:
+            caller.tokens = min(self._burst, caller.tokens + 1)  # nothing was sent: give it back
+            raise CallerLimited("concurrency", None)
 
     def _take_token(self, caller: _Caller) -> None:
         if self._per_second <= 0:
