@@ -64,7 +64,8 @@ def _proxy_process(upstream_url: str, port: int) -> None:
     from toolsearch.settings import Settings
 
     logging.disable(logging.INFO)  # a log line per call is the proxy's cost too, but not this one's
-    proxy = build_proxy(Settings(upstream=upstream_url, embedder="none"))
+    # One caller makes every call: a rate no run reaches, so the bucket's own cost is still counted.
+    proxy = build_proxy(Settings(upstream=upstream_url, embedder="none", caller_rate=1e9))
     _serve_forever(proxy.app, port)
 
 
@@ -185,7 +186,8 @@ async def _breakdown_layers(upstream_url: str, calls: int) -> dict[str, float]:
     from toolsearch.settings import Settings
 
     logging.disable(logging.INFO)
-    proxy = build_proxy(Settings(upstream=upstream_url, embedder="none"))
+    # One caller makes every call: a rate no run reaches, so the bucket's own cost is still counted.
+    proxy = build_proxy(Settings(upstream=upstream_url, embedder="none", caller_rate=1e9))
     caller = Caller(TOKEN, caller_key(upstream_url, TOKEN))
     arguments = {"name": "echo", "arguments": {"message": "hi"}}
     echo = modern("tools/call", {"name": "echo", "arguments": {"message": "hi"}})

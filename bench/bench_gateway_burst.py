@@ -11,6 +11,7 @@ until 3 s after it. Prints what each got: outcomes, the Retry-After they were to
     .venv/bin/python bench/bench_gateway_burst.py
     .venv/bin/python bench/bench_gateway_burst.py \
         --gateway-env RATE_LIMIT_MEDIUM_RPM=1000 RATE_LIMIT_LOCKOUT_ENABLED=false
+    .venv/bin/python bench/bench_gateway_burst.py --proxy caller_rate=0 caller_concurrency=0  # unbounded
 
 Needs `scripts/install-contextforge.sh` (make test runs it) and tests/node (server-everything).
 """
@@ -50,6 +51,13 @@ def main() -> int:
         metavar="KEY=VALUE",
         help="the measured gateway's limits",
     )
+    parser.add_argument(
+        "--proxy",
+        nargs="*",
+        default=[],
+        metavar="SETTING=VALUE",
+        help="the proxy's settings beside its defaults, e.g. caller_rate=0",
+    )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -58,13 +66,21 @@ def main() -> int:
         print(f"cannot run: {reason}")
         return 1
     limits = dict(item.split("=", 1) for item in args.gateway_env)
-    method = method_line(calls=args.calls, batch=args.batch, interval=args.interval, gateway_env=limits)
+    proxy_settings = {
+        name: type(getattr(Settings(), name))(value)
+        for name, value in (item.split("=", 1) for item in args.proxy)
+    }
+    method = method_line(
+        calls=args.calls, batch=args.batch, interval=args.interval, gateway_env=limits, proxy=proxy_settings
+    )
 
     started = time.monotonic()
     with running_contextforge() as forge:
         print(f"# gateway set up in {time.monotonic() - started:.1f} s")
         with another_gateway(forge, **limits) as measured:
-            settings = Settings(upstream=f"{measured.url}/servers/{forge.server_id}/mcp", embedder="none")
+            settings = Settings(
+                upstream=f"{measured.url}/servers/{forge.server_id}/mcp", embedder="none", **proxy_settings
+            )
             with serve_in_thread(build_proxy(settings).app) as base:
                 run = asyncio.run(
                     two_users(

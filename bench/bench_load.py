@@ -278,6 +278,8 @@ def local_part(args: argparse.Namespace) -> int:
             f"http://127.0.0.1:{up_port}/mcp",
         ]
         serve += ["--embedder", args.embedder, "--log-level", "WARNING"]
+        # Throughput of the whole: no per-caller rate (bench_gateway_burst.py measures that bound).
+        serve += ["--caller-rate", "0"]
         with process(serve) as proxy:
             wait_listening(f"http://127.0.0.1:{proxy_port}/healthz")
             print(f"proxy pid {proxy.pid}, RSS at start {rss_mib(proxy.pid):.0f} MiB")
@@ -322,6 +324,7 @@ def lambda_part(args: argparse.Namespace) -> int:
             TOOLSEARCH_UPSTREAM=f"http://127.0.0.1:{up_port}/mcp",
             TOOLSEARCH_EMBEDDER=args.embedder,
             TOOLSEARCH_LOG_LEVEL="WARNING",
+            TOOLSEARCH_CALLER_RATE="0",
             POWERTOOLS_METRICS_NAMESPACE="Bench",
         )
         started = time.perf_counter()

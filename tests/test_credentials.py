@@ -187,3 +187,34 @@ def test_two_authorization_headers_are_refused_not_one_picked():
 
         assert status == 400 and "more than one" in reply["error"]["message"]
         assert upstream.upstream.requests == []
+
+
+JWT_LIKE = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"  # every character a token character
+
+
+@pytest.mark.parametrize(("value", "told"), [(JWT_LIKE, "no scheme"), ("Bearer", "no token")])
+def test_a_one_word_header_the_upstream_refuses_is_told_the_form_to_send(value, told):
+    # Forwarded as it came (a static-token gateway may want it so); the upstream's refusal then
+    # says what to mend, on /mcp and /catalog alike, without echoing the header.
+    with proxy_in_front_of_faulty() as (_, base, upstream):
+        status, _, reply = post_mcp(base, value.encode(), call("search_tools", {"query": "report"}))
+        assert status == 401, reply
+        message = reply["error"]["message"]
+        assert "send `Authorization: Bearer <token>`" in message and told in message
+        assert JWT_LIKE not in json.dumps(reply)
+
+        status, _, review = raw_request(base, "GET", "/catalog", [(b"Authorization", value.encode())])
+        assert status == 401 and "send `Authorization: Bearer <token>`" in review["error"]["message"]
+        assert JWT_LIKE not in json.dumps(review)
+        # Every MCP request carried the header as it came (the OAuth metadata read carries none).
+        mcp = [seen for seen in upstream.upstream.requests if seen.method]
+        assert mcp and {seen.headers.get("authorization") for seen in mcp} == {value}
+
+
+@pytest.mark.parametrize("value", ["Bearer not-a-user", "Basic dXNlcjpwYXNz", None])
+def test_a_well_formed_header_the_upstream_refuses_gets_no_form_hint(value):
+    with proxy_in_front_of_faulty() as (_, base, _upstream):
+        header = None if value is None else value.encode()
+        status, _, reply = post_mcp(base, header, call("search_tools", {"query": "report"}))
+    assert status == 401, reply
+    assert "Authorization: Bearer" not in reply["error"]["message"]

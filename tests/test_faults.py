@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import json
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -145,6 +147,28 @@ async def test_429_on_a_call_passes_retry_after_to_the_model_without_retrying(fa
     assert len(faulty.upstream.seen("tools/call")) == 1
 
 
+@pytest.mark.parametrize(
+    ("header", "told"),
+    [("900", 900.0), ("86401", 86_400.0), ("1e400", 86_400.0), ("inf", 86_400.0), ("-5", 0.0)],
+)
+async def test_a_calls_retry_after_reaches_the_caller_as_the_upstream_said_it(faulty, header, told):
+    # A gateway's lockout says 900 s: the caller is told 900, not the proxy's own 10 s wait bound;
+    # only what JSON cannot carry (or past a day) is bounded.
+    faulty.upstream.fault("tools/call", Fault.status_code(429, retry_after=header))
+    async with proxy_client(settings(faulty.url)) as client, bounded(TIMEOUT + 3):
+        error = error_of(await read_call(client, "notes_get", {"id": 1}))
+    assert (error["kind"], error["retryAfterSeconds"]) == ("rate_limited", told)
+
+
+async def test_a_retry_after_given_as_a_date_is_told_in_seconds(faulty):
+    when = email.utils.format_datetime(datetime.now(UTC) + timedelta(minutes=15), usegmt=True)
+    faulty.upstream.fault("tools/call", Fault.status_code(503, retry_after=when))
+    async with proxy_client(settings(faulty.url)) as client, bounded(TIMEOUT + 3):
+        error = error_of(await read_call(client, "notes_get", {"id": 1}))
+    assert error["kind"] == "unavailable"
+    assert 880 <= error["retryAfterSeconds"] <= 900
+
+
 async def test_a_result_larger_than_a_lambda_response_is_cut_with_a_note(faulty):
     faulty.upstream.fault("huge_tool", Fault.huge(5_600_000))
     async with proxy_client(settings(faulty.url, max_result_bytes=5_000_000)) as client:
@@ -231,11 +255,22 @@ async def test_listing_is_retried_and_then_succeeds(faulty, status):
 
 
 async def test_listing_retries_with_a_long_retry_after_stay_within_the_deadline(faulty):
-    # Retry-After 30 is capped at 10 s a wait; two of them would hold the caller 20 s.
+    # Retry-After 30 is past the listing's deadline: the caller is told at once, not after a wait.
     faulty.upstream.fault("tools/list", Fault.status_code(429, retry_after="30"))
     async with proxy_client(settings(faulty.url, list_retries=2)) as client, bounded(TIMEOUT + 3):
         error = error_of(await tool_result(client, "search_tools", {"query": "notes"}))
-    assert error["kind"] in ("rate_limited", "timeout")
+    assert (error["kind"], error["retryAfterSeconds"]) == ("rate_limited", 30.0)
+    assert len(faulty.upstream.seen("tools/list")) == 1
+
+
+async def test_a_listing_is_never_asked_again_before_the_upstreams_retry_after(faulty):
+    # 12 s fits in the deadline but is more than the 10 s a listing waits: it fails at once, saying
+    # 12, rather than asking again early (a gateway counts that as one more violation).
+    faulty.upstream.fault("tools/list", Fault.status_code(429, retry_after="12"), times=1)
+    async with proxy_client(settings(faulty.url, upstream_timeout=30.0)) as client, bounded(5):
+        error = error_of(await tool_result(client, "search_tools", {"query": "notes"}))
+    assert (error["kind"], error["retryAfterSeconds"]) == ("rate_limited", 12.0)
+    assert len(faulty.upstream.seen("tools/list")) == 1
 
 
 async def test_listing_retries_of_slow_pages_stay_within_the_deadline(faulty):

@@ -47,8 +47,15 @@ def upstream() -> Iterator[RunningFaulty]:
 
 @pytest.fixture(scope="module")
 def proxy(upstream: RunningFaulty) -> Proxy:
+    # One caller makes every fuzzed call: no per-caller rate (test_fairness.py tests it).
     return build_proxy(
-        Settings(upstream=upstream.url, embedder="none", max_body_bytes=MAX_BODY, upstream_timeout=5.0)
+        Settings(
+            upstream=upstream.url,
+            embedder="none",
+            max_body_bytes=MAX_BODY,
+            upstream_timeout=5.0,
+            caller_rate=0,
+        )
     )
 
 

@@ -7,8 +7,7 @@ holding every tool, and team-scoped API tokens. The proxy is the real app (`buil
 uvicorn on loopback) with `--upstream` at the virtual server's `/servers/<id>/mcp`, as the guide's
 `toolsearch serve` line sets it; the caller is the official SDK client in both protocol eras.
 
-Tests marked xfail(strict=True) wait for changes to the core (fair use of the upstream, hints for
-a deployer's mistakes); each reason says which.
+A test marked xfail(strict=True) would wait for a change to the core; none does now.
 """
 
 from __future__ import annotations
@@ -397,11 +396,6 @@ async def test_the_proxy_never_follows_the_gateways_successor_link(contextforge)
     assert set(recorder.paths) == {path}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an upstream 401/403 for a scheme-less Authorization header must say to send "
-    "`Authorization: Bearer <token>` (today: 'The upstream refused this caller')",
-)
 async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforge):
     token = contextforge.values["ALICE_TOKEN"]
     with running_proxy(contextforge) as base:
@@ -422,13 +416,6 @@ async def test_a_token_sent_without_bearer_gets_told_the_header_form(contextforg
     assert "Authorization: Bearer" in message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: an upstream that answers discovery with 404/405 must get a hint naming the MCP "
-    "endpoint the URL most likely meant (…/sse -> …/mcp; no /mcp -> add it; ContextForge's "
-    "/v1/servers/<id>/mcp successor -> /servers/<id>/mcp); today: 'answered neither server/discover "
-    "(HTTP 405) nor initialize'",
-)
 @pytest.mark.parametrize("shape", ["/servers/{id}", "/servers/{id}/sse", "/v1/servers/{id}/mcp"])
 async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(contextforge, shape):
     gateway, server_id = contextforge.gateway.url, contextforge.server_id
@@ -447,6 +434,7 @@ async def test_an_upstream_url_of_the_wrong_shape_gets_told_the_endpoint(context
 
 BURST_SOURCE = "127.0.0.2"  # each test's own address: a lockout one test causes is not another's
 LOCKOUT_SOURCE = "127.0.0.3"
+FORWARDED_SOURCE = "127.0.0.4"
 
 
 @pytest.fixture(scope="module")
@@ -455,12 +443,6 @@ def default_limits_gateway(contextforge) -> Iterator[GatewayProcess]:
         yield gateway
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: the proxy must bound what one caller key makes it send upstream (concurrency and "
-    "rate per caller, answering that caller alone `rate_limited`); today alice's 92 calls reach the "
-    "gateway, which locks the proxy's address out, and bob with it",
-)
 async def test_one_users_burst_leaves_another_users_calls_working(contextforge, default_limits_gateway):
     upstream = contextforge.upstream_url(default_limits_gateway)
     with running_proxy(contextforge, upstream=upstream, source=BURST_SOURCE) as base:
@@ -472,11 +454,6 @@ async def test_one_users_burst_leaves_another_users_calls_working(contextforge, 
     assert any(a.outcome == "ok" for a in run.alice), summary
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a rate_limited error must report the upstream's own Retry-After (here 900 s); "
-    "RETRY_AFTER_CAP bounds only the proxy's own wait before a retry (today it reports 10.0)",
-)
 async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default_limits_gateway):
     upstream = contextforge.upstream_url(default_limits_gateway)
     bob_token = contextforge.values["BOB_TOKEN"]
@@ -495,9 +472,35 @@ async def test_the_gateways_retry_after_reaches_the_caller(contextforge, default
     assert error["retryAfterSeconds"] == 900
 
 
-async def lock_out(upstream: str, token: str, source: str, most: int = 400) -> str:
+async def test_the_gateway_takes_the_client_address_from_x_forwarded_for_whoever_sends_it(
+    contextforge,
+    default_limits_gateway,
+):
+    # What docs/gateways.md says of X-Forwarded-For: ContextForge 1.1.0 (TRUST_PROXY_AUTH unset)
+    # limits and locks out the address a request's first X-Forwarded-For names, from any sender.
+    upstream = contextforge.upstream_url(default_limits_gateway)
+    named = "198.51.100.7"
+    await lock_out(upstream, contextforge.values["CAROL_TOKEN"], FORWARDED_SOURCE, forwarded_for=named)
+    alice = {"Authorization": f"Bearer {contextforge.values['ALICE_TOKEN']}", "Accept": ACCEPT}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    transport = httpx.AsyncHTTPTransport(local_address=FORWARDED_SOURCE)
+    async with httpx.AsyncClient(timeout=60, transport=transport) as http:
+        from_the_socket = await http.post(upstream, headers=alice, json=body)
+        as_named = await http.post(upstream, headers={**alice, "X-Forwarded-For": named}, json=body)
+    assert from_the_socket.status_code == 200  # the address it came from was never locked
+    assert as_named.status_code == 429 and "lockout" in as_named.text.lower()
+
+
+ACCEPT = "application/json, text/event-stream"
+
+
+async def lock_out(
+    upstream: str, token: str, source: str, most: int = 400, forwarded_for: str | None = None
+) -> str:
     """Call the gateway directly from `source` until it locks that address out; its Retry-After."""
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    headers = {"Authorization": f"Bearer {token}", "Accept": ACCEPT}
+    if forwarded_for is not None:
+        headers["X-Forwarded-For"] = forwarded_for
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     transport = httpx.AsyncHTTPTransport(local_address=source)
     async with httpx.AsyncClient(timeout=60, transport=transport) as http:

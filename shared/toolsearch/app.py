@@ -31,6 +31,7 @@ from .catalog_routes import CatalogRoutes, RefreshLimiter
 from .catalog_store import CatalogConfig, CatalogStore, SharedTier
 from .demo import DEMO_URL, demo_app
 from .endpoint import EndpointConfig, McpEndpoint
+from .fairness import FairUse, FairUseConfig
 from .http_edge import HttpEdge
 from .oauth import WELL_KNOWN, OAuthConfig, ProtectedResource, resource_of
 from .response_size import ResponseSize
@@ -87,6 +88,12 @@ def catalog_config(settings: Settings) -> CatalogConfig:
     )
 
 
+def fair_use_config(settings: Settings) -> FairUseConfig:
+    return FairUseConfig(
+        concurrency=settings.caller_concurrency, rate=settings.caller_rate, burst=settings.caller_burst
+    )
+
+
 def tools_config(settings: Settings) -> ToolsConfig:
     return ToolsConfig(
         max_batch_calls=settings.max_batch_calls,
@@ -107,7 +114,9 @@ def tool_service(
 ) -> ToolService:
     """The five tools (and pinned ones) over a catalog store, calling `upstream`."""
     limits = CallLimits(settings.validation_timeout, settings.upstream_timeout, settings.max_result_bytes)
-    calls = UpstreamCalls(catalogs, upstream, limits, (size or ResponseSize.local()).of)
+    calls = UpstreamCalls(
+        catalogs, upstream, limits, (size or ResponseSize.local()).of, FairUse(fair_use_config(settings))
+    )
     return ToolService(tools_config(settings), catalogs, calls, telemetry)
 
 

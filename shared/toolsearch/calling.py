@@ -4,9 +4,11 @@ Before a call reaches the upstream, the tool must be in the caller's catalog (a
 clear typo gets "did you mean"), must be read-only when asked through the read
 tools, and its arguments must fit its input schema (checked in a worker thread
 within `validation_timeout`; arguments that cannot be checked are refused, never
-forwarded unchecked). The call is then sent once. What comes back, or how it
-failed, is a tool result; only the upstream's refusal of the caller (401/403) is
-raised, as an `UpstreamError` that the service turns into `CallerRefused`.
+forwarded unchecked), and the caller must be within its fair share of the
+upstream (`fairness.py`: a rate and a number of calls at once per caller). The
+call is then sent once. What comes back, or how it failed, is a tool result;
+only the upstream's refusal of the caller (401/403) is raised, as an
+`UpstreamError` that the service turns into `CallerRefused`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import deadline as request_deadline
 from .callers import Caller
 from .catalog import Tool
 from .catalog_store import CatalogStore, IndexedCatalog
+from .fairness import CallerLimited, FairUse, FairUseConfig
 from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .progress import Progress, ProgressSink
 from .refusal import REFUSING_KINDS
@@ -63,10 +67,12 @@ class UpstreamCalls:
         upstream: ToolCaller,
         limits: CallLimits,
         size: Callable[[Any], int],
+        fair: FairUse | None = None,
     ) -> None:
         self._catalogs = catalogs
         self._upstream = upstream
         self._limits = limits
+        self._fair = FairUse(FairUseConfig()) if fair is None else fair  # what one caller may send upstream
         self._size = size  # bytes a value takes in the answer (on Lambda: as the runtime serialises it)
 
     def limit(self, result: dict[str, Any], max_bytes: int | None = None) -> dict[str, Any]:
@@ -198,15 +204,43 @@ class UpstreamCalls:
             return _unchecked(tool, exc, timeout)
         if problems:
             return _invalid(tool, problems), "invalid_arguments"
+        # One deadline for the wait for a slot and the call: the caller waits no longer than before.
+        deadline = request_deadline.within(self._limits.upstream_timeout)
         try:
-            result = await self._upstream.call_tool(
-                caller.authorization, tool.definition, arguments, progress=progress
-            )
+            async with self._fair.turn(caller.key, deadline):
+                with request_deadline.answer_by(deadline):
+                    result = await self._upstream.call_tool(
+                        caller.authorization, tool.definition, arguments, progress=progress
+                    )
+        except CallerLimited as limited:
+            return self._limited(tool, limited), "rate_limited"
         except UpstreamError as exc:
             if exc.kind in REFUSING_KINDS:
                 raise
             return self._failed(caller, tool, exc)
         return self._passed_on(caller, tool, result, max_bytes)
+
+    def _limited(self, tool: Tool, limited: CallerLimited) -> dict[str, Any]:
+        config = self._fair.config
+        if limited.limit == "rate":
+            message = (
+                f"{tool.name} was not called: your calls are past this proxy's rate limit of"
+                f" {config.rate:g} a minute ({config.burst} at once), which keeps the upstream fair to"
+                " everyone who shares it. Make fewer calls."
+            )
+        else:
+            message = (
+                f"{tool.name} was not called: {config.concurrency} of your calls were already running at"
+                " the upstream (this proxy's rate limit of calls at once) and none finished in time."
+                " Try again when they have answered."
+            )
+        return error_result(
+            "rate_limited",
+            message,
+            tool=tool.name,
+            limit=limited.limit,
+            retryAfterSeconds=limited.retry_after,
+        )
 
     def _failed(self, caller: Caller, tool: Tool, exc: UpstreamError) -> tuple[dict[str, Any], str]:
         name = tool.name

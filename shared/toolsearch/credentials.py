@@ -92,6 +92,26 @@ def read_authorization(*values: str) -> Credentials:
     return Credentials(f"{forwarded} {rest}", f"{identity} {rest}")
 
 
+def form_hint(*values: str) -> str | None:
+    """What to send instead, when the upstream refused a header of one word; never the word itself.
+
+    One word is read as a scheme without credentials: a token pasted without `Bearer `, or
+    `Bearer` without its token. The proxy forwards it as it came (a static-token gateway may want
+    exactly that), so only the upstream's refusal says it was wrong, and this says how to mend it.
+    """
+    try:
+        credentials = read_authorization(*values)
+    except MalformedAuthorization:
+        return None
+    if credentials.header is None or " " in credentials.header:
+        return None
+    if credentials.header in _CANONICAL.values():
+        what = f"names the scheme {credentials.header} but no token"
+    else:
+        what = "holds one word and no scheme (a token without `Bearer `?)"
+    return f"The Authorization header {what}: send `Authorization: Bearer <token>`."
+
+
 def _why_not_a_field_value(value: str) -> str:
     for ch in value:
         if (ord(ch) < 0x20 and ch != "\t") or ord(ch) == 0x7F:

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from .auth.audience import AcceptedAudiences, issued_for_and_live
 from .authenticators import CallerAuthenticator
 from .callers import Caller
+from .credentials import form_hint
 from .http_refusal import HttpRefusal
 from .oauth import ProtectedResource, parse_challenge
 from .refusal import CallerRefused
@@ -69,6 +70,9 @@ class HttpEdge:
         if self._authenticator.forwards and status == 401:
             status, message, params = await self._explain_forwarded(request, refused, params)
         challenge = self._oauth.challenge(request, refused.error.www_authenticate, params)
+        hint = form_hint(*request.headers.getlist("authorization"))  # a deployer's usual mistake
+        if hint is not None:
+            message = f"{message}. {hint}"
         return HttpRefusal(status, refused.error.kind, message, {"WWW-Authenticate": challenge}, code=-32000)
 
     async def _explain_forwarded(

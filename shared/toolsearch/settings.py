@@ -74,6 +74,28 @@ class Settings:
         "Upstream",
         metavar="SECONDS",
     )
+    caller_rate: float = _setting(
+        60.0,
+        "Calls a minute one caller (one Authorization) may send the upstream, on average; a call "
+        "beyond it is not sent, and that caller alone gets `rate_limited` with `retryAfterSeconds`. "
+        "Listings do not count. Per process (on Lambda, per execution environment). 0: no bound.",
+        "Upstream",
+        metavar="N",
+    )
+    caller_burst: int = _setting(
+        20,
+        "Calls one caller may send the upstream at once after a pause, within `caller_rate`.",
+        "Upstream",
+        metavar="N",
+    )
+    caller_concurrency: int = _setting(
+        4,
+        "Calls of one caller in flight at the upstream at once; more wait for a slot within the "
+        "call's deadline (`upstream_timeout`), and are refused unsent as `rate_limited` if none "
+        "frees. 0: no bound.",
+        "Upstream",
+        metavar="N",
+    )
     max_list_pages: int = _setting(
         100, "Most pages of tools/list followed for one catalog.", "Upstream", metavar="N"
     )

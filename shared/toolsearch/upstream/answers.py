@@ -8,8 +8,6 @@ from .era import rpc_error
 from .errors import UpstreamError
 from .wire import Reply, retry_after
 
-RETRY_AFTER_CAP = 10.0  # seconds: a listing is waited for by a caller
-
 
 def raise_for_status(reply: Reply) -> None:
     status = reply.status
@@ -27,14 +25,14 @@ def raise_for_status(reply: Reply) -> None:
             "rate_limited",
             "the upstream is rate limiting requests",
             status=429,
-            retry_after=retry_after(reply.headers, RETRY_AFTER_CAP),
+            retry_after=retry_after(reply.headers),
         )
     if status >= 500:
         raise UpstreamError(
             "unavailable",
             f"the upstream failed with HTTP {status}",
             status=status,
-            retry_after=retry_after(reply.headers, RETRY_AFTER_CAP),
+            retry_after=retry_after(reply.headers),
         )
     if status == 413:
         raise UpstreamError("too_large", "the upstream refused the request as too large", status=413)

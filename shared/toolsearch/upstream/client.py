@@ -48,6 +48,7 @@ from toolsearch.protocol import (
     encode_header_value,
 )
 
+from . import endpoint_hint
 from .answers import raise_for_status, result_of
 from .config import UpstreamConfig
 from .era import (
@@ -67,6 +68,7 @@ log = logging.getLogger("toolsearch.upstream")
 
 
 BACKOFF_BASE, BACKOFF_CAP = 0.25, 4.0
+LONGEST_RETRY_WAIT = 10.0  # seconds a listing waits for the upstream's Retry-After; longer: it fails at once
 DEFAULT_MAX_SESSIONS = 1024
 
 
@@ -270,6 +272,14 @@ class Upstream:
             instructions = result.get("instructions") if isinstance(result, dict) else None
             return MODERN, instructions if isinstance(instructions, str) else ""
         if verdict == "nothing":
+            if 300 <= reply.status < 400:
+                hint = endpoint_hint.redirect(self.url, reply.headers)
+                log.warning("upstream answered server/discover with a redirect (HTTP %s)", reply.status)
+                raise UpstreamError(
+                    "bad_response",
+                    f"the upstream answered server/discover with a redirect (HTTP {reply.status}). {hint}",
+                    status=reply.status,
+                )
             result_of(reply, body["id"])  # raises this caller's error
             raise UpstreamError("bad_response", "the upstream's answer to server/discover is not MCP")
         try:
@@ -282,10 +292,17 @@ class Upstream:
                 log.warning("upstream server/discover failed, initialize refused: modern, no instructions")
                 return MODERN, ""
             if exc.kind == "bad_response" and exc.status is not None and 400 <= exc.status < 500:
+                log.warning(
+                    "upstream answered neither server/discover (HTTP %s) nor initialize (HTTP %s); "
+                    "the MCP endpoint is most likely %s",
+                    reply.status,
+                    exc.status,
+                    endpoint_hint.likely_endpoint(self.url) or "elsewhere",
+                )
                 raise UpstreamError(
                     "bad_response",
                     f"the upstream answered neither server/discover (HTTP {reply.status}) nor initialize "
-                    f"(HTTP {exc.status}) as an MCP server; its protocol era is unknown",
+                    f"(HTTP {exc.status}) as an MCP server. {endpoint_hint.not_an_endpoint(self.url)}",
                     status=exc.status,
                 ) from None
             raise
@@ -380,6 +397,10 @@ class Upstream:
                     raise
                 delay = random.uniform(0, min(BACKOFF_CAP, BACKOFF_BASE * 2**n))  # full jitter
                 if exc.retry_after is not None:
+                    # Never before the upstream's Retry-After: a request sooner is one more refusal,
+                    # which a gateway counts towards locking the proxy's address out.
+                    if exc.retry_after > LONGEST_RETRY_WAIT:
+                        raise  # a caller is waiting: the upstream's own figure tells them more
                     delay = max(delay, exc.retry_after)
                 if asyncio.get_running_loop().time() + delay >= deadline:
                     raise  # the wait alone would pass the deadline: this error says more than a timeout

@@ -31,6 +31,7 @@ from .sse import EventTooLarge, SSEParser
 ACCEPT = "application/json, text/event-stream"
 PROGRESS = "notifications/progress"
 _ERROR_BODY_LIMIT = 64 * 1024  # an error answer worth reading is small
+MAX_RETRY_AFTER = 86_400.0  # seconds: the longest Retry-After passed on
 # A JSON escape of a UTF-16 surrogate (\ud800-\udfff): only then can a parsed string hold a lone one.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a regex: faster than `in` on large answers
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -227,8 +228,9 @@ def _too_large(limit: int) -> UpstreamError:
     return UpstreamError("too_large", f"the upstream's answer is larger than {limit} bytes")
 
 
-def retry_after(headers: httpx.Headers, cap: float) -> float | None:
-    """Retry-After in seconds (delta or HTTP date), at most `cap`; None if absent or unreadable."""
+def retry_after(headers: httpx.Headers) -> float | None:
+    """Retry-After in seconds (delta or HTTP date), as the upstream said it; None if absent or
+    unreadable. What the caller is told: a wait of the proxy's own is bounded where it waits."""
     raw = headers.get("retry-after", "").strip()
     if not raw:
         return None
@@ -241,4 +243,5 @@ def retry_after(headers: httpx.Headers, cap: float) -> float | None:
             return None
     if seconds != seconds:  # NaN
         return None
-    return min(max(seconds, 0.0), cap)
+    # A day at most: "inf" or 1e400 must stay a number JSON can carry, and longer tells a caller nothing more.
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
