@@ -167,6 +167,29 @@ async def test_an_anonymous_401_is_answered_again_briefly_without_the_upstream()
     assert len((await store.get(anonymous)).catalog) > 300  # and the refusal is brief
 
 
+async def test_a_rate_limited_listing_is_answered_again_until_its_retry_after_without_the_upstream():
+    # A gateway counts each early retry as one more violation towards locking out the proxy's one
+    # address, and with it every caller: the caller is told to wait, and the upstream is not asked.
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    transport.fail_with, transport.retry_after = 429, 30
+
+    with pytest.raises(UpstreamError) as first:
+        await store.get(caller("busy"))
+    assert (first.value.kind, first.value.retry_after) == ("rate_limited", 30)
+    asked = transport.requests
+    clock.now += 10
+    with pytest.raises(UpstreamError) as again:
+        await store.get(caller("busy"))
+    assert again.value.kind == "rate_limited" and again.value.retry_after == pytest.approx(20)
+    assert transport.requests == asked  # not asked again before its Retry-After
+
+    transport.fail_with = None
+    assert len((await store.get(caller("other"))).catalog) > 300  # another caller is not held
+    clock.now += 20.1
+    assert len((await store.get(caller("busy"))).catalog) > 300  # asked again once the time is up
+
+
 async def test_remembering_anonymous_refusals_can_be_turned_off():
     transport, clock = DemoUpstream(), Clock()
     transport.fail_with = 401

@@ -8,8 +8,9 @@ while one background refresh per key lists the upstream again; one past
 `catalog_max_age` is listed again before answering. A failed listing is never
 cached, so a 401 or a 5xx is not remembered as an empty catalog; an anonymous
 caller's 401 is answered again for `unauthorized_ttl` seconds without asking
-the upstream. A listing the upstream refuses (401/403: a revoked or expired
-token) drops that caller's catalog at once, here and in the shared tier, so a
+the upstream, and a listing refused as rate-limited until its Retry-After
+(at most 15 minutes). A listing the upstream refuses (401/403: a revoked or
+expired token) drops that caller's catalog at once, here and in the shared tier, so a
 stale copy does not go on answering after revocation: the exposure is at most
 `catalog_ttl` and the requests answered while that one refresh runs.
 
@@ -42,6 +43,8 @@ from .validation import Validators
 
 logger = logging.getLogger(__name__)
 
+MAX_RATE_LIMITED_HOLD = 900.0  # seconds at most a rate-limited listing is answered without the upstream
+MAX_HELD_REFUSALS = 4096  # refusals held at once (random tokens must not grow memory)
 _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
 
 
@@ -118,7 +121,9 @@ class CatalogStore:
         self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
         self._forced: set[str] = set()  # keys whose next load skips the shared tier
-        self._refused: dict[str, tuple[float, UpstreamError]] = {}  # anonymous key -> (until, its 401)
+        # Answers the upstream asked to stand for a while, by key: (until, the error). An anonymous
+        # caller's 401, and a listing refused as rate-limited with a Retry-After.
+        self._refused: OrderedDict[str, tuple[float, UpstreamError]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -146,7 +151,11 @@ class CatalogStore:
             entry = await self._wait_in_time(self._single_flight(caller, background=False))
         except UpstreamError as exc:
             if exc.kind == "unauthorized" and caller.authorization is None:
-                self._remember_refusal(caller.key, exc)
+                self._remember_refusal(caller.key, exc, self._config.unauthorized_ttl)
+            elif exc.kind == "rate_limited" and exc.retry_after:
+                # The upstream asked not to be asked before then: asking sooner only adds a violation
+                # towards a gateway's lockout, for every caller behind the proxy's one address.
+                self._remember_refusal(caller.key, exc, min(exc.retry_after, MAX_RATE_LIMITED_HOLD))
             raise
         if self._age(entry) >= self._config.ttl:
             self._refresh_in_background(caller)  # a stale copy from the shared tier: served, and renewed
@@ -211,22 +220,26 @@ class CatalogStore:
         if held is None:
             return None
         until, error = held
-        if self._clock() >= until:
+        left = until - self._clock()
+        if left <= 0:
             del self._refused[key]
             return None
-        return _copy_error(error)
+        return _copy_error(error, retry_after=left if error.retry_after is not None else None)
 
-    def _remember_refusal(self, key: str, error: UpstreamError) -> None:
-        """An anonymous 401 is answered again without the upstream for a few seconds.
+    def _remember_refusal(self, key: str, error: UpstreamError, seconds: float) -> None:
+        """Answer `error` again for `seconds` without asking the upstream.
 
-        Only a request without Authorization: clients send several before they learn to sign in,
-        and they are all the same caller. A refused token is not remembered: the upstream may admit
-        that very token a moment later (newly issued, newly granted), and signing in or refreshing
-        changes the header anyway. One key per upstream, so this holds one entry.
+        An anonymous 401 (only a request without Authorization: clients send several before they
+        learn to sign in, and they are all the same caller; a refused token is not remembered, since
+        the upstream may admit that very token a moment later), and a rate-limited listing until
+        its Retry-After. Bounded: the oldest go first past `MAX_HELD_REFUSALS`.
         """
-        ttl = self._config.unauthorized_ttl
-        if ttl > 0:
-            self._refused[key] = (self._clock() + ttl, error)
+        if seconds <= 0:
+            return
+        self._refused[key] = (self._clock() + seconds, error)
+        self._refused.move_to_end(key)
+        while len(self._refused) > MAX_HELD_REFUSALS:
+            self._refused.popitem(last=False)
 
     # -- loading: single flight per key
 
@@ -394,13 +407,13 @@ class CatalogStore:
             self._on_event("catalog_evicted_memory")
 
 
-def _copy_error(error: UpstreamError) -> UpstreamError:
+def _copy_error(error: UpstreamError, *, retry_after: float | None) -> UpstreamError:
     """The same refusal as a new exception (one instance raised again and again grows its traceback)."""
     return UpstreamError(
         error.kind,
         error.message,
         status=error.status,
-        retry_after=error.retry_after,
+        retry_after=retry_after,
         www_authenticate=error.www_authenticate,
         code=error.code,
         data=error.data,
