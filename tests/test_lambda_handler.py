@@ -795,3 +795,53 @@ def test_progress_is_one_buffered_event_stream_on_lambda(load_handler, sdk_upstr
     plain, reply = invoke(module, progress_call(shape, None))  # no token: the JSON answer as before
     assert plain["headers"]["content-type"] == "application/json"
     assert reply["result"]["structuredContent"] == {"steps": 3}
+
+
+# -- AWS_IAM: a SigV4 Authorization is AWS's, checked by the entry point, never the upstream's
+
+SIGV4 = (
+    "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20261201/eu-west-1/lambda/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-date, Signature={}"
+)
+ALICE_ARN, BOB_ARN = "arn:aws:iam::123456789012:user/alice", "arn:aws:iam::123456789012:role/bob"
+
+
+def signed(shape: str, signature: str, arn: str | None) -> dict[str, Any]:
+    """An event as an IAM-authorized entry point passes it on: the signature, and the principal it
+    verified (a REST API writes it under identity, the others under authorizer.iam)."""
+    evt = with_authorization(event(f"{shape}-search-tools.json"), SIGV4.format(signature))
+    if arn is not None:
+        if shape == "rest-api":
+            evt["requestContext"].setdefault("identity", {})["userArn"] = arn
+        else:
+            iam = {"userArn": arn, "accessKey": "AKIAIOSFODNN7EXAMPLE"}
+            evt["requestContext"]["authorizer"] = {"iam": iam}
+    return evt
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_sigv4_request_is_keyed_by_the_verified_principal_and_its_signature_never_forwarded(
+    load_handler, shape
+):
+    from fixtures.hostile_upstream import running_hostile
+
+    with running_hostile() as hostile:
+        module = load_handler(TOOLSEARCH_UPSTREAM=hostile.url)
+        for signature, arn in [("a1", ALICE_ARN), ("a2", ALICE_ARN), ("b1", BOB_ARN)]:
+            response, reply = invoke(module, signed(shape, signature, arn))
+            assert response["statusCode"] == 200, reply
+            assert reply["result"]["isError"] is False
+        seen = list(hostile.upstream.authorizations)
+
+    # Each request is signed anew, yet one principal is one caller: two catalogs, not three.
+    assert len(module.proxy.catalogs) == 2
+    assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 2
+    assert seen and not any(value and "AWS4" in value for value in seen)  # the upstream saw none
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_sigv4_request_no_entry_point_checked_is_refused(shared_handler, shape):
+    # A stack with AuthType NONE (or a forged header): nobody verified the signature.
+    response, reply = invoke(shared_handler, signed(shape, "forged", None))
+    assert response["statusCode"] == 401
+    assert "FunctionUrlAuthType=AWS_IAM" in reply["error"]["message"]

@@ -15,6 +15,7 @@ from typing import Protocol
 from starlette.requests import Request
 
 from .auth.tokens import InvalidToken, TokenValidator, ValidationUnavailable
+from .aws_iam import is_sigv4, verified_principal
 from .callers import Caller
 from .credentials import MalformedAuthorization
 from .http_refusal import HttpRefusal
@@ -82,13 +83,31 @@ class ValidatingAuthenticator:
         return HttpRefusal(401, "unauthorized", message, {"WWW-Authenticate": challenge}, code=-32000)
 
 
+def _signed_by_aws(request: Request, upstream_url: str) -> Caller:
+    """A SigV4-signed request: the principal the entry point verified, or a 401 when none did."""
+    arn = verified_principal(request.scope)
+    if arn is None:
+        raise HttpRefusal(
+            401,
+            "unauthorized",
+            "This request is signed for AWS (SigV4), but no AWS entry point checked the signature here:"
+            " send it to a stack deployed with FunctionUrlAuthType=AWS_IAM, or send a token for the"
+            " upstream instead.",
+            code=-32000,
+        )
+    return Caller.iam_principal(upstream_url, arn)
+
+
 def read_caller(request: Request, upstream_url: str, oauth: ProtectedResource) -> Caller:
     """The caller the request's Authorization names; a malformed one is an HttpRefusal (400).
 
     400, not 401 (RFC 6750 §3.1 invalid_request): signing in again would not mend the header.
     """
+    values = request.headers.getlist("authorization")
+    if len(values) == 1 and is_sigv4(values[0]):
+        return _signed_by_aws(request, upstream_url)
     try:
-        return Caller.from_header(upstream_url, *request.headers.getlist("authorization"))
+        return Caller.from_header(upstream_url, *values)
     except MalformedAuthorization as exc:
         challenge = oauth.invalid_request(request, str(exc))
         raise HttpRefusal(

@@ -34,6 +34,14 @@ class Caller:
     key: str
 
     @classmethod
+    def iam_principal(cls, upstream_url: str, arn: str) -> Caller:
+        """A caller an AWS entry point verified by SigV4: nothing is forwarded; keyed by the ARN.
+
+        The NUL bytes keep this key apart from every header's: a header value holds none.
+        """
+        return cls(None, _key(upstream_url, f"\0aws-iam\0{arn}"))
+
+    @classmethod
     def from_header(cls, upstream_url: str, *values: str) -> Caller:
         """The caller a request's Authorization header (all its values) names.
 
