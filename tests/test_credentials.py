@@ -218,3 +218,16 @@ def test_a_well_formed_header_the_upstream_refuses_gets_no_form_hint(value):
         status, _, reply = post_mcp(base, header, call("search_tools", {"query": "report"}))
     assert status == 401, reply
     assert "Authorization: Bearer" not in reply["error"]["message"]
+
+
+def test_no_header_names_the_catalog_of_an_iam_principal():
+    # The IAM principal's key lives where no Authorization value can reach (header values hold no NUL).
+    from toolsearch.callers import Caller
+
+    arn = "arn:aws:iam::123456789012:user/alice"
+    principal = Caller.iam_principal("https://up/mcp", arn)
+    assert principal.authorization is None
+    for header in (f"aws-iam {arn}", f"AWS-IAM {arn}", f"Bearer {arn}"):
+        assert Caller.from_header("https://up/mcp", header).key != principal.key
+    with pytest.raises(MalformedAuthorization):  # the NUL that would reach it is refused
+        Caller.from_header("https://up/mcp", f"\0aws-iam\0{arn}")
