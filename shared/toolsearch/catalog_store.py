@@ -18,6 +18,10 @@ The shared copy lives until `catalog_max_age`, and readers judge its freshness
 by its `fetched_at`: an environment that does not get the key's lease serves a
 stale copy while the lease holder lists, so N environments make one listing per
 refresh; a cold one waits for the holder's copy instead of listing too.
+
+One module on purpose, past 400 lines: the memory tier, single flight per key and the
+shared tier's lease together decide which environment lists and which serves what,
+and that decision reads as a whole.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Each field of `Settings` is a command-line flag (`--max-instructions`) and an
 environment variable (`TOOLSEARCH_MAX_INSTRUCTIONS`); `docs/configuration.md`
 is generated from these fields (`toolsearch docs`), and a test fails when it
 is stale. Precedence: flag, then environment, then default.
+
+Past 400 lines on purpose: it is the one list of every setting, each with its help text.
 """
 
 from __future__ import annotations
