@@ -24,6 +24,8 @@ def parse(argv: list[str] | None = None) -> BuildConfig:
     parser.add_argument("--base", type=Path, help="start from this model folder (its digests must match)")
     parser.add_argument("--downloads", type=Path, help="look for npm and Debian packages here first")
     parser.add_argument("--force", action="store_true", help="rebuild every step")
+    parser.add_argument("--sources-lock", type=Path, default=defaults.sources_lock, help="the servers")
+    parser.add_argument("--requests", type=Path, default=defaults.requests_dir, help="the requests' folder")
     for f in fields(FineTuneConfig):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     args = parser.parse_args(argv)
@@ -34,6 +36,8 @@ def parse(argv: list[str] | None = None) -> BuildConfig:
         out_dir=None if args.no_out else args.out,
         base_dir=args.base,
         downloads_dir=args.downloads,
+        sources_lock=args.sources_lock,
+        requests_dir=args.requests,
         force=args.force,
         train=train,
     )
