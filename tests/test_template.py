@@ -182,6 +182,12 @@ def test_environment_names_real_settings_and_defaults_parse(template, function):
     assert len(environ) >= 10
     settings = settings_module.from_env(environ)
     assert settings.catalog_memory_entries == int(parameters["CatalogMemoryEntries"]["Default"])
+    # Fair use can be tuned per stack (docs/gateways.md), at the settings' own defaults.
+    defaults = settings_module.from_env({})
+    assert settings.caller_rate == defaults.caller_rate == float(parameters["CallerRate"]["Default"])
+    assert settings.caller_burst == defaults.caller_burst == int(parameters["CallerBurst"]["Default"])
+    assert settings.caller_concurrency == defaults.caller_concurrency
+    assert defaults.caller_concurrency == int(parameters["CallerConcurrency"]["Default"])
 
 
 def test_outputs_give_both_urls(template):
@@ -692,6 +698,11 @@ def test_exchange_settings_are_parameters_and_only_the_named_secret_may_be_read(
         OAuthClientId="toolsearch-proxy",
         OAuthClientSecretArn=arn,
         PublicUrl="https://proxy.example.com",
+        ExchangeAudience="crm-api",
+        ExchangeScope="crm.read",
+        OAuthClientAuth="client_secret_post",
+        IntrospectionCacheTtlSeconds="0",
+        OAuthTimeoutSeconds="3",
     )
     variables = resources["ProxyFunction"]["Properties"]["Environment"]["Variables"]
     assert variables["TOOLSEARCH_AUTH_MODE"] == "exchange"
@@ -699,6 +710,9 @@ def test_exchange_settings_are_parameters_and_only_the_named_secret_may_be_read(
     assert "TOOLSEARCH_OAUTH_CLIENT_SECRET" not in variables  # the secret never sits in the environment
     settings = settings_module.from_env({k: str(v) for k, v in variables.items() if isinstance(v, str)})
     assert settings.auth_mode == "exchange" and settings.oauth_client_secret_arn == arn
+    assert (settings.exchange_audience, settings.exchange_scope) == ("crm-api", "crm.read")
+    assert settings.oauth_client_auth == "client_secret_post"
+    assert (settings.introspection_cache_ttl, settings.oauth_timeout) == (0.0, 3.0)
     statements = _secret_statements(resources)
     if store == "none":
         assert statements == []
