@@ -24,7 +24,7 @@ from .auth.client_credentials import ClientCredentials
 from .auth.exchange import ExchangeConfig, TokenExchanger
 from .auth.exchanging import ExchangingUpstream
 from .auth.http_json import auth_server_client
-from .auth.tokens import IntrospectionValidator, TokenValidator
+from .auth.tokens import IntrospectionValidator, RememberedExpiries, TokenValidator
 from .authenticators import CallerAuthenticator, ForwardingAuthenticator, ValidatingAuthenticator
 from .calling import CallLimits, ToolCaller, UpstreamCalls
 from .catalog_routes import CatalogRoutes, RefreshLimiter
@@ -171,8 +171,11 @@ def exchange_mode(
         timeout=settings.oauth_timeout,
     )
     exchanger = TokenExchanger(exchange, http, credentials)
-    authenticator = ValidatingAuthenticator(upstream.url, oauth, validator)
-    return authenticator, ExchangingUpstream(upstream, exchanger, upstream_resource)
+    remembered = RememberedExpiries(validator)
+    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered)
+    return authenticator, ExchangingUpstream(
+        upstream, exchanger, upstream_resource, expires_at=remembered.expires_at
+    )
 
 
 def build_proxy(

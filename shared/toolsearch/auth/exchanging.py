@@ -16,7 +16,7 @@ exchange would mint the same kind of token.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..oauth import parse_challenge, quoted
@@ -26,10 +26,18 @@ from .exchange import Exchanged, ExchangeRefused, ExchangeUnavailable, TokenExch
 
 
 class ExchangingUpstream:
-    def __init__(self, upstream: Upstream, exchanger: TokenExchanger, resource: str) -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        exchanger: TokenExchanger,
+        resource: str,
+        *,
+        expires_at: Callable[[str], float | None] = lambda _token: None,
+    ) -> None:
         self._upstream = upstream
         self._exchanger = exchanger
         self._resource = resource
+        self._expires_at = expires_at  # when a caller's own token expires, as its validation said
 
     async def list_tools(self, authorization: str | None) -> Listing:
         token = _bearer(authorization)
@@ -81,7 +89,7 @@ class ExchangingUpstream:
 
     async def _exchange(self, token: str) -> Exchanged:
         try:
-            return await self._exchanger.exchange(token)
+            return await self._exchanger.exchange(token, not_after=self._expires_at(token))
         except ExchangeRefused as exc:
             raise self._refusal(exc) from None
         except ExchangeUnavailable as exc:

@@ -151,6 +151,30 @@ class IntrospectionValidator:
         return ValidToken(subject if isinstance(subject, str) else None, expires_at)
 
 
+class RememberedExpiries:
+    """A validator that remembers when each token it admitted expires (by hash, the newest
+    `max_entries`), so an exchanged token is never kept past the caller's own."""
+
+    def __init__(self, validator: TokenValidator, max_entries: int = MAX_CACHED) -> None:
+        self._validator = validator
+        self._max_entries = max_entries
+        self._expiries: OrderedDict[str, float] = OrderedDict()
+
+    async def validate(self, token: str) -> ValidToken:
+        valid = await self._validator.validate(token)
+        if valid.expires_at is not None:
+            key = token_hash(token)
+            self._expiries[key] = valid.expires_at
+            self._expiries.move_to_end(key)
+            while len(self._expiries) > self._max_entries:
+                self._expiries.popitem(last=False)
+        return valid
+
+    def expires_at(self, token: str) -> float | None:
+        """When `token` expires, as its validation said; None when unknown or without expiry."""
+        return self._expiries.get(token_hash(token))
+
+
 def _verdict(verdict: ValidToken | str) -> ValidToken:
     if isinstance(verdict, str):
         raise InvalidToken(verdict)
