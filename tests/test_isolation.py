@@ -142,17 +142,6 @@ def assert_no_token_in(texts: list[str], what: str) -> None:
             assert token not in text, f"a token appears in {what}"
 
 
-def table_texts(server: Any, table: str) -> list[str]:
-    """Every item of the table as text, with inline catalog data decompressed."""
-    texts = []
-    for item in server.scan(table):
-        texts.append(repr(item))
-        data = item.get("data", {}).get("B")
-        if data is not None and item.get("codec", {}).get("S") == "zlib" and item["chunks"]["N"] == "0":
-            texts.append(zlib.decompress(data).decode())
-    return texts
-
-
 # -- many callers at once
 
 
@@ -188,7 +177,7 @@ async def test_sixty_concurrent_callers_each_see_only_their_own_catalog_through_
     assert events.count("dynamo_hit") == CALLERS
 
     assert_no_token_in(replies, "a reply")
-    assert_no_token_in(table_texts(dynalite, dynamo_table), "a DynamoDB item")
+    assert_no_token_in(dynalite.texts(dynamo_table), "a DynamoDB item")
     assert_no_token_in(captured.lines, "a log line")
     assert_no_token_in([repr(warm.telemetry.counts), repr(cold.telemetry.counts)], "a metric")
     for proxy in (warm, cold):

@@ -366,6 +366,31 @@ async def test_a_refused_refresh_drops_the_shared_copy_so_another_environment_do
                 assert await search_status(base_one + "/mcp") == 401
 
 
+@pytest.mark.npm
+async def test_exchange_mode_writes_no_token_and_no_secret_to_dynamodb(dynamo_table: str, dynalite: Any):
+    from toolsearch.cache.dynamo import DynamoSharedTier
+
+    with world("exchange", strict=True) as w:
+        tier = DynamoSharedTier(dynamo_table, ttl_seconds=3600, client=dynalite.client())
+        proxy = build_proxy(w.proxy.settings, shared=tier)
+        with served_late() as (holder, base):
+            holder.app = proxy.app
+            token = w.issuer.issue("alice", "c", w.resource, ["read"])
+            headers = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(headers=headers, timeout=GUARD) as http:
+                searched = await http.post(base + "/mcp", **call("search_tools", {"query": "alice only"}))
+                called = await http.post(base + "/mcp", **call("call_read_tool", {"name": "echo"}))
+        assert searched.status_code == called.status_code == 200
+        assert w.issuer.exchanges == 1
+        texts = dynalite.texts(dynamo_table)
+        assert any("alice_only_tool" in text for text in texts)  # the catalog itself is stored, readable
+        secrets = [*w.issuer.tokens, PROXY_CLIENT_SECRET]  # the caller's token and the exchanged one
+        assert len(secrets) == 3
+        for text in texts:
+            for secret in secrets:
+                assert secret not in text
+
+
 # -- two users
 
 
