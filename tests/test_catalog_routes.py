@@ -128,6 +128,24 @@ async def test_origin_not_allowed_is_refused(proxy_base):
     assert reply.status_code == 403
 
 
+@pytest.mark.parametrize(
+    ("origin_of", "status"),
+    [
+        (lambda port: f"http://127.0.0.1:{port}", 200),  # a page of this very server
+        (lambda port: f"http://127.0.0.1:{port + 1}", 403),  # another local port is another origin
+        (lambda port: f"http://localhost:{port}", 403),
+        (lambda port: "null", 403),
+    ],
+)
+async def test_catalog_takes_the_same_origin_rule_as_mcp(proxy_base, origin_of, status):
+    port = httpx.URL(proxy_base).port
+    async with httpx.AsyncClient(timeout=30) as http:
+        reply = await http.get(
+            proxy_base + "/catalog", headers={**bearer("alice"), "Origin": origin_of(port)}
+        )
+    assert reply.status_code == status
+
+
 def test_cursor_round_trips_any_name():
     for name in ("a", "crm_list_contacts", "įvykis-ž", "x" * 200):
         assert decode_cursor(encode_cursor(name)) == name

@@ -16,7 +16,8 @@ The recipe (`FineTuneConfig` holds its numbers):
   English while the English side moves; English paraphrase pairs (WordNet:
   a definition and its words, synonyms) as a third, `lexicon_weight`.
 - Optionally an L2 pull of every trained row towards its starting vector
-  (`anchor`; off by default: even 0.001 kept most of the gain from happening).
+  (`anchor`; off by default: it holds the vectors back from the gain; the
+  measurement is in tools/devmodel/README.md).
 - Row-sparse Adam: only rows of tokens in the batch move.
 - Servers, not requests, are held out when `held_out_fraction` > 0 (chosen by a hash of the
   server's name): after each epoch their requests rank every tool of the training set by cosine,
@@ -69,7 +70,7 @@ class FineTuneConfig:
     align_weight: float = 0.5  # English-Lithuanian translation pairs
     lexicon_weight: float = 0.5  # English paraphrase pairs (word and definition, synonyms)
     pair_batch: int = 64  # translation and paraphrase pairs per step, each
-    anchor: float = 0.0  # L2 pull towards the starting vectors (0.001 already held training back)
+    anchor: float = 0.0  # L2 pull towards the starting vectors (off: it held training back)
     held_out_fraction: float = 0.0  # of the servers; 0.15 is how the numbers here were chosen
     max_tokens: int = 64  # longer texts are cut (tool descriptions)
     seed: int = 0
