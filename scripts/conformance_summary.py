@@ -85,22 +85,14 @@ DIRECT_ONLY_NOT_APPLICABLE = {
     "http-custom-header-server-validation": "the five tools declare no x-mcp-header; the pinned leg has one",
 }
 
-# Single checks that cannot apply inside an otherwise applicable scenario.
-CHECK_NOT_APPLICABLE: dict[tuple[str, str], str] = {
-    ("server-stateless", "sep-2575-server-rejects-undeclared-capability"): (
-        "needs the suite's test_missing_capability tool; no proxy request depends on a client capability"
-    ),
-    ("server-stateless", "sep-2575-missing-capability-http-400"): "as above: needs test_missing_capability",
-    ("server-stateless", "sep-2575-http-server-no-independent-requests-on-stream"): (
-        "needs the suite's test_streaming_elicitation tool; the proxy answers JSON, never a stream"
-    ),
-    ("server-stateless", "sep-2575-server-no-log-without-loglevel"): (
-        "needs the suite's test_logging_tool; the proxy sends no notifications/message at all"
-    ),
-    ("caching", "sep-2549-prompts-list-caching-hints"): "no prompts capability",
-    ("caching", "sep-2549-resources-list-caching-hints"): "no resources capability",
-    ("caching", "sep-2549-resources-templates-list-caching-hints"): "no resources capability",
-}
+
+# Inside a scenario that applies, a failing check is excused only when the suite itself marks it
+# "Not testable" (it needs a fixture tool the proxy does not have): no list of our own.
+def not_testable(check: dict) -> bool:
+    details = check.get("details")
+    marked = isinstance(details, dict) and details.get("untestable") is True
+    return marked or str(check.get("errorMessage") or "").startswith("Not testable")
+
 
 # Why an applicable scenario warns, where the warning is by design.
 WARNING_NOTES = {
@@ -133,11 +125,15 @@ def judge(leg: str, scenario: str, checks: list[dict]) -> tuple[str, str]:
     )
     if reason:
         return ("N/A", reason) if failing else ("N/A", f"passes, but trivially: {reason}")
-    real = [c for c in failing if (scenario, c.get("id")) not in CHECK_NOT_APPLICABLE]
+    real = [c for c in failing if not not_testable(c)]
     excused = sorted({c["id"] for c in failing if c not in real})
     if not real:
         warnings = sum(1 for c in checks if c.get("status") == "WARNING")
-        notes = [f"{len(excused)} check(s) n/a: " + ", ".join(excused)] if excused else []
+        notes = (
+            [f"{len(excused)} check(s) the suite marks Not testable: " + ", ".join(excused)]
+            if excused
+            else []
+        )
         if warnings:
             notes.append(
                 f"{warnings} warning(s)"

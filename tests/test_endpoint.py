@@ -27,7 +27,7 @@ async def test_discover_answers_modern_with_versions_instructions_and_cache_hint
     result = reply.json()["result"]
     assert result["resultType"] == "complete"
     assert "2026-07-28" in result["supportedVersions"] and "2025-11-25" in result["supportedVersions"]
-    assert result["capabilities"] == {"tools": {}}
+    assert result["capabilities"] == {"tools": {}, "prompts": {}, "resources": {}}
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mcp-toolsearch-proxy"
     assert result["instructions"].startswith("This server gives access to many tools")
     assert "Demo upstream" in result["instructions"]  # the upstream's own, passed on
@@ -195,9 +195,41 @@ async def test_modern_request_needs_client_capabilities(client):
 
 
 async def test_unknown_method_is_404_in_the_modern_era(client):
-    reply = await client.post("/mcp", **modern("resources/list"))
-    assert reply.status_code == 404
-    assert reply.json()["error"]["code"] == -32601
+    for method in (
+        "resources/subscribe",
+        "completion/complete",
+        "logging/setLevel",
+        "sampling/createMessage",
+    ):
+        reply = await client.post("/mcp", **modern(method))
+        assert reply.status_code == 404
+        assert reply.json()["error"]["code"] == -32601
+
+
+@pytest.mark.parametrize(
+    ("method", "field"),
+    [
+        ("prompts/list", "prompts"),
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+    ],
+)
+async def test_prompts_and_resources_are_declared_and_empty(client, method, field):
+    reply = await client.post("/mcp", **modern(method))
+    result = reply.json()["result"]
+    assert result[field] == [] and result["ttlMs"] > 0 and result["cacheScope"] == "private"
+    old = await client.post("/mcp", **legacy(method))
+    assert old.json()["result"] == {field: []}
+    discovered = (await client.post("/mcp", **modern("server/discover"))).json()["result"]
+    assert {"prompts", "resources"} <= set(discovered["capabilities"])
+
+
+async def test_a_prompt_or_resource_by_name_is_unknown_not_a_missing_method(client):
+    uri = "test://nothing-here"
+    error = (await client.post("/mcp", **modern("resources/read", {"uri": uri}))).json()["error"]
+    assert (error["code"], error.get("data")) == (-32602, {"uri": uri}), error
+    error = (await client.post("/mcp", **legacy("prompts/get", {"name": "greeting"}))).json()["error"]
+    assert error["code"] == -32602
 
 
 async def test_unknown_tool_is_invalid_params(client):

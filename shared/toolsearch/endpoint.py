@@ -43,8 +43,17 @@ logger = logging.getLogger(__name__)
 # The most a progress stream's events can take before its response, serialised on Lambda: every
 # character of a message or token at most 4 bytes there (a quote: \" in the event, \\\" once more).
 PROGRESS_EVENTS_BYTES = MAX_RELAYED * (4 * (MAX_MESSAGE_CHARS + MAX_TOKEN_CHARS) + 300)
-LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call"}
-MODERN_METHODS = {"server/discover", "tools/list", "tools/call"}
+# The proxy offers tools only, but declares empty prompts and resources (as a bare SDK server
+# does): clients that list them get an empty list with the caching hints of tools/list, and a
+# name or URI is unknown (-32602), rather than a method that is not there.
+EMPTY_LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+NOTHING_TO_GET = {"prompts/get", "resources/read"}
+LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call", *EMPTY_LISTS, *NOTHING_TO_GET}
+MODERN_METHODS = {"server/discover", "tools/list", "tools/call", *EMPTY_LISTS, *NOTHING_TO_GET}
 # Fields of a result that only the 2026-07-28 era has: a handshake-era reply carries none of them.
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
 
@@ -231,7 +240,7 @@ class McpEndpoint:
         if env.method == "server/discover":
             return {
                 "supportedVersions": list(P.SUPPORTED_VERSIONS),
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
                 "instructions": await self.service.instructions(caller),
                 **ttl,
             }
@@ -239,12 +248,25 @@ class McpEndpoint:
             asked = env.params.get("protocolVersion")
             return {
                 "protocolVersion": asked if asked in P.LEGACY_VERSIONS else P.LEGACY_VERSIONS[0],
-                "capabilities": {"tools": {"listChanged": False}},
+                "capabilities": {
+                    "tools": {"listChanged": False},
+                    "prompts": {"listChanged": False},
+                    "resources": {"listChanged": False, "subscribe": False},
+                },
                 "serverInfo": P.IMPLEMENTATION,
                 "instructions": await self.service.instructions(caller),
             }
         if env.method == "tools/list":
             return {"tools": await self.service.list_tools(caller), **ttl}
+        if env.method in EMPTY_LISTS:
+            return {EMPTY_LISTS[env.method]: [], **ttl}
+        if env.method == "resources/read":
+            uri = env.params.get("uri")
+            raise P.RpcError(
+                P.INVALID_PARAMS, "Resource not found", data={"uri": uri} if isinstance(uri, str) else None
+            )
+        if env.method == "prompts/get":
+            raise P.RpcError(P.INVALID_PARAMS, "Unknown prompt: this server offers tools only")
         return await self._tools_call(env, caller, modern_headers, progress)
 
     async def _tools_call(
