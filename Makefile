@@ -11,7 +11,7 @@ test:  ## lint, type-check, then every test (what CI runs)
 	.venv/bin/ruff format --check .
 	.venv/bin/toolsearch docs --check
 	.venv/bin/mypy
-	.venv/bin/python -m pytest -q $(ARGS)
+	TOOLSEARCH_TEST_REQUIRE_ALL=1 .venv/bin/python -m pytest -q $(ARGS)
 
 lint:
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -23,12 +23,14 @@ import numpy as np
 import pytest
 
 from fixtures.model_helpers import make_model, make_tokenizer
+from fixtures.required import unavailable
 from tools.devmodel import build
 from tools.devmodel.config import BuildConfig
 from toolsearch.model.finetune import FineTuneConfig, TrainingSet
 from toolsearch.model.load import load_embedder
 
-pytestmark = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb (Debian)")
+if shutil.which("dpkg-deb") is None:
+    unavailable("needs dpkg-deb (Debian)", module=True)
 
 # Each server: tools (name, description) and, per tool, requests in other words (en) and Lithuanian.
 SERVERS = {
