@@ -12,15 +12,16 @@ deadline  When each entry point answers a hung upstream, with the stack's defaul
           (upstream_timeout 30 s, api_gateway_timeout 29 s, a 60 s function): the handler is
           invoked with each event shape and a context whose remaining time starts at 60 s.
           --scale 0.1 divides every duration by ten (a quick run).
-refresh   Upstream listings per catalog refresh with three execution environments (three
-          CatalogStores with their own upstream clients) against one DynamoDB table (dynalite),
-          the clock moved past catalog_ttl between refreshes; then three cold environments at once.
+refresh   Upstream listings per catalog refresh with three execution environments: the handler
+          loaded three times (each with its own event loop, invoked side by side in threads)
+          against one DynamoDB table (dynalite) and one upstream on loopback that counts its
+          tools/list requests; catalog_ttl 1 s, waited out before each refresh, catalog_max_age
+          an hour. Then three cold environments (three more handlers, a new table) at once.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import contextlib
 import importlib.util
@@ -29,6 +30,7 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -194,82 +196,80 @@ class _Remaining:
 
 # -- refresh
 
-
-def measure_refreshes() -> dict[str, Any]:
-    return asyncio.run(_refreshes())
+REFRESH_TTL = 1.0  # seconds: catalog_ttl, waited out for real between refreshes; catalog_max_age an hour
 
 
-async def _refreshes(refreshes: int = 3) -> dict[str, Any]:
-    import httpx
-
-    from fixtures.clock import Clock
-    from fixtures.demo_upstream import DemoUpstream, caller
+def measure_refreshes(refreshes: int = 3) -> dict[str, Any]:
     from fixtures.dynalite import DUMMY_ENV, Dynalite
-    from toolsearch.app import catalog_config, upstream_config
-    from toolsearch.catalog_store import CatalogStore
-    from toolsearch.demo import DEMO_URL
-    from toolsearch.lambda_support import catalog_tier
-    from toolsearch.search.index import make_indexer
-    from toolsearch.settings import Settings
-    from toolsearch.telemetry import Telemetry
-    from toolsearch.upstream import Upstream
+    from fixtures.faulty_upstream import Fault, running_faulty
+    from fixtures.lambda_events import EXAMPLE_TOKEN, FakeContext, call_event
+
+    def environments(table: str, upstream_url: str) -> list[Any]:
+        """Three cold execution environments: the handler module loaded three times, one table."""
+        env = {
+            "TOOLSEARCH_UPSTREAM": upstream_url,
+            "TOOLSEARCH_DYNAMODB_TABLE": table,
+            "TOOLSEARCH_CATALOG_TTL": f"{REFRESH_TTL:g}",
+            "TOOLSEARCH_CATALOG_MAX_AGE": "3600",
+        }
+        return [load_handler(**env) for _ in range(3)]
+
+    def search(module: Any) -> None:
+        response = module.handler(call_event("http-api", "search_tools", {"query": "notes"}), FakeContext())
+        result = json.loads(response["body"])["result"]
+        assert response["statusCode"] == 200 and not result["isError"], response
+
+    def at_once(job: Any, modules: list[Any]) -> list[Any]:
+        """`job` in each environment at the same time: each in a thread, on its own event loop."""
+        with ThreadPoolExecutor(len(modules)) as pool:
+            return [future.result(timeout=120) for future in [pool.submit(job, m) for m in modules]]
+
+    def settle(module: Any) -> bool:  # what the invocation left pending, as its next invocation would
+        return module.loop.settle(timeout=60)
+
+    def close(modules: list[Any]) -> None:
+        for module in modules:
+            module.loop.settle(timeout=60)
+            module.loop.loop.close()
 
     os.environ.update(DUMMY_ENV)
     server = Dynalite().start()
     os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = server.endpoint_url
     try:
+        with running_faulty(users={EXAMPLE_TOKEN: "alice"}) as upstream:
 
-        def environments(table: str, transport: DemoUpstream, clock: Clock) -> list[CatalogStore]:
-            config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, dynamodb_table=table)
-            stores = []
-            for _ in range(3):
-                tier = catalog_tier(config, Telemetry())
-                tier._clock = clock  # the table's expiry follows the same moved clock
-                http = httpx.AsyncClient(transport=transport)
-                upstream = Upstream(DEMO_URL, upstream_config(config), http=http)
-                store = CatalogStore(
-                    catalog_config(config), upstream, make_indexer(None), shared=tier, clock=clock
-                )
-                stores.append(store)
-            return stores
+            def listings() -> int:
+                return len(upstream.upstream.seen("tools/list"))
 
-        async def settle(stores: list[CatalogStore]) -> None:
-            for _ in range(2000):
-                if not any(store._loading for store in stores):
-                    return
-                await asyncio.sleep(0.01)
+            modules = environments(server.create_table(), upstream.url)
+            for module in modules:  # one after another: the first lists, the others read its copy
+                search(module)
+            first = listings()
+            per_refresh = []
+            for _ in range(refreshes):
+                time.sleep(REFRESH_TTL + 0.05)  # every environment's copy is stale now
+                before = listings()
+                # The lease holder's listing takes a while: the others try to refresh meanwhile.
+                upstream.upstream.fault("tools/list", Fault.delay(0.5), times=1)
+                at_once(search, modules)  # each serves its stale copy and leaves a refresh pending
+                assert all(at_once(settle, modules))
+                at_once(search, modules)  # the others pick the new copy up from the table
+                assert all(at_once(settle, modules))
+                per_refresh.append(listings() - before)
+            close(modules)
 
-        transport, clock = DemoUpstream(), Clock()
-        stores = environments(server.create_table(), transport, clock)
-        for store in stores:
-            await store.get(caller("alice"))
-        first = transport.lists
-        per_refresh = []
-        for _ in range(refreshes):
-            clock.now += 601
-            before = transport.lists
-            transport.gate = asyncio.Event()
-            await asyncio.gather(*(store.get(caller("alice")) for store in stores))
-            await asyncio.sleep(0.5)  # every environment has tried to refresh by now
-            transport.gate.set()
-            await settle(stores)
-            await asyncio.gather(*(store.get(caller("alice")) for store in stores))
-            await settle(stores)
-            per_refresh.append(transport.lists - before)
-
-        cold_transport = DemoUpstream()
-        cold_transport.gate = asyncio.Event()
-        cold = environments(server.create_table(), cold_transport, Clock())
-        loads = [asyncio.create_task(store.get(caller("alice"))) for store in cold]
-        await asyncio.sleep(0.5)
-        cold_transport.gate.set()
-        await asyncio.wait_for(asyncio.gather(*loads), 60)
+        with running_faulty(users={EXAMPLE_TOKEN: "alice"}) as upstream:
+            cold = environments(server.create_table(), upstream.url)
+            upstream.upstream.fault("tools/list", Fault.delay(0.5), times=1)
+            at_once(search, cold)
+            three_cold = len(upstream.upstream.seen("tools/list"))
+            close(cold)
     finally:
         server.stop()
-    figures = {"first_load": first, "per_refresh": per_refresh, "three_cold": cold_transport.lists}
+    figures = {"first_load": first, "per_refresh": per_refresh, "three_cold": three_cold}
     print(
-        f"3 environments, one table: first load {first} listing(s); listings per refresh {per_refresh};"
-        f" 3 cold environments at once: {cold_transport.lists} listing(s)"
+        f"3 handler environments, one table: first load {first} listing(s);"
+        f" listings per refresh {per_refresh}; 3 cold handler environments at once: {three_cold} listing(s)"
     )
     return figures
 

@@ -16,7 +16,9 @@ import itertools
 import json
 import logging
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -278,6 +280,96 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
     assert second.proxy is not first.proxy
     assert second.proxy.telemetry.total("catalog", event="catalog_hit_shared") == 1
     assert second.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 0
+
+
+# -- three execution environments, one table: one upstream listing per refresh
+
+REFRESH_TTL = 1.0  # seconds, waited out for real; catalog_max_age stays an hour
+
+
+def all_at_once(jobs: list[Callable[[], Any]], seconds: float = 30.0) -> list[Any]:
+    """Run each job in a thread of its own, all at once (environments run side by side); fail when
+    one has not finished within `seconds` (a bound, not a speed claim)."""
+    outcomes: dict[int, tuple[bool, Any]] = {}
+
+    def run(number: int, job: Callable[[], Any]) -> None:
+        try:
+            outcomes[number] = (True, job())
+        except BaseException as exc:  # raised again below, in the test's thread
+            outcomes[number] = (False, exc)
+
+    threads = [threading.Thread(target=run, args=(n, job), daemon=True) for n, job in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    until = time.monotonic() + seconds
+    for thread in threads:
+        thread.join(max(0.0, until - time.monotonic()))
+    assert not any(thread.is_alive() for thread in threads), f"not all done within {seconds} s"
+    for done, value in outcomes.values():
+        if not done:
+            raise value
+    return [outcomes[n][1] for n in range(len(jobs))]
+
+
+def search_in_each(modules: list[Any]) -> None:
+    """One caller's same search, sent to every environment at once; each answers with tools."""
+
+    def search(module: Any) -> dict[str, Any]:
+        return module.handler(call_event("http-api", "search_tools", {"query": "notes"}), FakeContext())
+
+    for response in all_at_once([lambda m=m: search(m) for m in modules]):
+        assert response["statusCode"] == 200
+        result = json.loads(response["body"])["result"]
+        assert result["isError"] is False and result["structuredContent"]["tools"]
+
+
+def settle_each(modules: list[Any]) -> None:
+    """Run what each invocation left pending (a refresh), as each environment's next invocation would."""
+    assert all(all_at_once([lambda m=m: m.loop.settle(timeout=20) for m in modules]))
+
+
+@pytest.mark.npm
+def test_three_handler_environments_on_one_table_make_one_listing_per_refresh(
+    load_handler, dynalite, dynamo_table, faulty
+):
+    env = {
+        "TOOLSEARCH_UPSTREAM": faulty.url,
+        "TOOLSEARCH_DYNAMODB_TABLE": dynamo_table,
+        "AWS_ENDPOINT_URL_DYNAMODB": dynalite.endpoint_url,
+        "TOOLSEARCH_CATALOG_TTL": f"{REFRESH_TTL:g}",
+        "TOOLSEARCH_CATALOG_MAX_AGE": "3600",
+    }
+    modules = [load_handler(**env) for _ in range(3)]  # three cold execution environments
+    key = caller_key(faulty.url, f"Bearer {EXAMPLE_TOKEN}")
+
+    def listings() -> int:
+        return len(faulty.upstream.seen("tools/list"))
+
+    def listed_at() -> set[float]:
+        return {module.proxy.catalogs.cached(key).catalog.fetched_at for module in modules}
+
+    # Cold, all at once: the lease holder lists (slowly, so the others find its lease taken), the
+    # other two wait for its copy in the table instead of listing too.
+    faulty.upstream.fault("tools/list", Fault.delay(0.5), times=1)
+    search_in_each(modules)
+    assert listings() == 1
+    assert len(listed_at()) == 1
+    waited = [m.proxy.telemetry.total("catalog", event="catalog_wait_shared") for m in modules]
+    assert sum(1 for n in waited if n) == 2
+
+    for refresh in (1, 2):
+        (previous,) = listed_at()
+        time.sleep(max(0.0, previous + REFRESH_TTL - time.time()) + 0.05)  # every copy is stale now
+        faulty.upstream.fault("tools/list", Fault.delay(0.5), times=1)
+        search_in_each(modules)  # each serves its stale copy at once and leaves a refresh pending
+        settle_each(modules)  # one holds the lease and lists; the others keep serving the stale copy
+        search_in_each(modules)  # the others' next requests pick the new copy up from the table
+        settle_each(modules)
+        assert listings() == 1 + refresh
+        (latest,) = listed_at()  # all three serve the one new listing
+        assert latest > previous
+    per_environment = [m.proxy.telemetry.total("catalog", event="catalog_list_upstream") for m in modules]
+    assert sum(per_environment) == 3
 
 
 # -- every request answers inside the budget of the path it came in on
