@@ -139,3 +139,42 @@ async def test_a_stale_shared_copy_is_served_to_a_cold_environment_and_renewed_o
         await until(lambda: not second.busy())
         assert transport.lists == 2  # and one refresh behind it
         assert second.store.cached(caller("alice").key).catalog.fetched_at == clock.now
+
+
+class ReadTooEarly:
+    """The real tier, but this environment's next read comes back empty: it was made just before
+    another environment saved its copy."""
+
+    def __init__(self, tier) -> None:
+        self._tier = tier
+        self.early = True
+
+    async def get(self, key):
+        if self.early:
+            self.early = False
+            return None
+        return await self._tier.get(key)
+
+    def __getattr__(self, name):
+        return getattr(self._tier, name)
+
+
+async def test_an_environment_that_gets_the_lease_after_another_saved_a_copy_takes_it_and_lists_nothing(
+    dynalite, dynamo_table
+):
+    transport, clock = DemoUpstream(), Clock()
+    async with environments(2, dynamo_table, transport, clock) as (first, second):
+        await first.store.get(caller("alice"))  # listed, saved, lease released
+        assert transport.lists == 1
+        second.store._shared = ReadTooEarly(second.store._shared)
+        entry = await second.store.get(caller("alice"))
+        assert transport.lists == 1
+        assert entry is not None and len(entry.catalog) > 0
+        clock.now += TTL + 1  # and a refresh whose read was too early alike
+        served = await first.store.get(caller("alice"))  # stale: served, and first renews it
+        await until(lambda: not first.busy())
+        assert served is not None and transport.lists == 2
+        second.store._shared = ReadTooEarly(second.store._shared._tier)
+        await second.store.get(caller("alice"))
+        await until(lambda: not second.busy())
+        assert transport.lists == 2

@@ -354,6 +354,12 @@ class CatalogStore:
         if not await self._shared.try_lease(caller.key, holder, self._lease_seconds()):
             return None
         try:
+            # The previous holder may have saved a fresh copy between this environment's last read
+            # and its lease: take that copy rather than list the upstream a second time.
+            stored = await self._read_shared(caller.key)
+            if stored is not None and self._clock() - stored.fetched_at < self._config.ttl:
+                self._on_event("catalog_hit_shared")
+                return await self._index(stored)
             return await self._from_upstream(caller)
         finally:
             await self._shared.release_lease(caller.key, holder)
