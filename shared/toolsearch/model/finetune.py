@@ -61,7 +61,7 @@ class FineTuneError(ModelLoadError):
 
 @dataclass(frozen=True)
 class FineTuneConfig:
-    epochs: int = 9
+    epochs: int = 4  # the best held-out epoch with rounds 1-3 of tools/devmodel's data
     steps_per_epoch: int = 0  # request batches per epoch (0: one pass over the requests)
     lr: float = 0.03  # Adam, in units of the trained rows' mean |coordinate|
     batch: int = 64
