@@ -797,9 +797,7 @@ def _paths(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     return paths
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in EVENT_FILES if n.endswith(("-tools-list.json", "-search-tools.json"))]
-)
+@pytest.mark.parametrize("name", EVENT_FILES)
 def test_no_mutation_of_an_event_field_makes_the_handler_raise(shared_handler, name):
     """Each field of each event shape, replaced by values of other types: an answer, never a raise."""
     original = event(name)

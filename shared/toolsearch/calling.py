@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import deadline as request_deadline
+from . import protocol as P
 from .callers import Caller
 from .catalog import Tool
 from .catalog_store import CatalogStore, IndexedCatalog
@@ -252,7 +253,7 @@ class UpstreamCalls:
                 " refreshed: find the right tool again with search_tools."
             )
             return error_result("unknown_tool", message, tool=name), "upstream_unknown_tool"
-        if exc.kind == "rpc_error" and exc.code == -32602:
+        if exc.kind == "rpc_error" and exc.code == P.INVALID_PARAMS:
             # The upstream found the arguments invalid, or no longer knows the tool: list again soon.
             self._catalogs.invalidate(caller.key)
             message = f"The upstream refused the arguments of {name}: {exc.message}"
