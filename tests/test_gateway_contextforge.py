@@ -157,6 +157,8 @@ def test_the_gateway_lists_each_token_its_teams_tools(contextforge):
     # Beyond its team's server, each sees exactly the public tools.
     assert {n for n in seen["alice"] if not n.startswith("finance-")} == seen["carol"]
     assert {n for n in seen["bob"] if not n.startswith("support-")} == seen["carol"]
+    # The counts docs/gateways.md gives after its listing command.
+    assert {user: len(names) for user, names in seen.items()} == {"alice": 22, "bob": 21, "carol": 16}
 
 
 async def test_each_callers_catalog_through_the_proxy_is_what_the_gateway_lists_for_its_token(
