@@ -374,3 +374,32 @@ async def test_keys_that_could_reach_other_items_are_refused(dynalite, dynamo_ta
 def test_importing_the_cache_does_not_import_boto3():
     code = "import sys, toolsearch.cache.dynamo; assert not {'boto3', 'botocore'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_a_forgotten_catalog_is_not_served_and_no_listing_older_than_the_refusal_brings_it_back(
+    dynalite, dynamo_table
+):
+    events = Events()
+    clock = Clock(NOW)
+    store = make_store(dynalite, dynamo_table, on_event=events, clock=clock)
+    data = catalog_bytes(20)
+    await store.put(KEY, data, fetched_at=NOW - 100)
+    await store.forget(KEY, at=NOW)
+    assert await store.get(KEY) is None
+    assert "dynamo_forgotten" in events
+    # A listing that started before the refusal and finished late must not bring the catalog back.
+    await store.put(KEY, data, fetched_at=NOW - 10)
+    assert await store.get(KEY) is None
+    # One that started after it (the upstream admitted the token again) is served.
+    await store.put(KEY, data, fetched_at=NOW + 10)
+    assert await store.get(KEY) == StoredCatalog(data=data, fetched_at=NOW + 10)
+
+
+async def test_forgetting_leaves_a_copy_listed_after_the_refusal_in_place(dynalite, dynamo_table):
+    events = Events()
+    store = make_store(dynalite, dynamo_table, on_event=events, clock=Clock(NOW))
+    data = catalog_bytes(20)
+    await store.put(KEY, data, fetched_at=NOW + 5)
+    await store.forget(KEY, at=NOW)  # a refusal older than the copy
+    assert await store.get(KEY) == StoredCatalog(data=data, fetched_at=NOW + 5)
+    assert "dynamo_forgotten" not in events

@@ -310,6 +310,18 @@ async def as_alice(w: World) -> AsyncIterator[Any]:
         yield search_status
 
 
+@contextlib.asynccontextmanager
+async def discovering_as_alice(w: World) -> AsyncIterator[Any]:
+    """`server/discover` with alice's token: its instructions come from her catalog."""
+    token = w.issuer.issue("alice", "c", w.resource, ["read"])
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=GUARD) as http:
+
+        async def discover_status() -> int:
+            return (await http.post(w.url, **modern("server/discover"))).status_code
+
+        yield discover_status
+
+
 async def refreshed(proxy: Proxy) -> None:
     """Wait (bounded) for the background refresh a stale catalog started."""
     async with asyncio.timeout(GUARD):
@@ -329,6 +341,19 @@ async def test_revocation_ends_search_after_catalog_ttl_and_one_request_in_forwa
             await refreshed(w.proxy)
             # The refresh was refused: the catalog is gone, the next requests list again and are refused.
             assert [await search_status(), await search_status()] == [401, 401]
+
+
+async def test_revocation_ends_the_instructions_too():
+    # The instructions are the upstream's, read from the caller's catalog: they go with it.
+    ttl = 0.5
+    with world("forward", strict=False, catalog_ttl=ttl, catalog_max_age=3600.0) as w:
+        async with discovering_as_alice(w) as discover_status:
+            assert await discover_status() == 200
+            w.issuer.revoke("alice")
+            await asyncio.sleep(ttl)
+            assert await discover_status() == 200  # the one request past catalog_ttl: stale, and it refreshes
+            await refreshed(w.proxy)
+            assert await discover_status() == 401
 
 
 async def test_revocation_ends_search_at_once_in_exchange_mode_with_introspection():
