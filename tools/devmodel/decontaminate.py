@@ -15,16 +15,16 @@ fields). `tests/test_devmodel_decontamination.py` holds the committed requests t
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import HERE, ROOT
+from toolsearch import evaluation
 
-QUESTIONS_DIR = ROOT / "shared" / "toolsearch" / "data" / "questions"
+from .config import HERE
+
 OVERLAP = 0.5
 RUN = 5
 _WORD = re.compile(r"\w+")
@@ -58,13 +58,15 @@ class Questions:
                 self._by_word[word].append(index)
 
     @classmethod
-    def read(cls, folder: Path = QUESTIONS_DIR) -> Questions:
-        asked = []
-        for path in sorted(folder.glob("*.json")):
-            for question in json.loads(path.read_text(encoding="utf-8")):
-                texts = [question["en"], question["lt"], *question.get("model_query", {}).values()]
-                asked += [(question["id"], text) for text in texts]
-        return cls(asked)
+    def read(cls) -> Questions:
+        """Every phrasing of the evaluation set's questions, as `toolsearch eval` reads them."""
+        return cls(
+            [
+                (question.id, text)
+                for question in evaluation.load_questions()
+                for text in [*question.text.values(), *question.model_query.values()]
+            ]
+        )
 
     def closest(self, text: str) -> Closest | None:
         """The question `text` is too close to, or None."""
