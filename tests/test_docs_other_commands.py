@@ -12,7 +12,6 @@ generated from).
 from __future__ import annotations
 
 import re
-import shlex
 import tomllib
 from pathlib import Path
 
@@ -21,7 +20,7 @@ import pytest
 import yaml
 from botocore import xform_name
 
-from fixtures.doc_commands import markdown_snippets
+from fixtures.doc_commands import markdown_snippets, simple_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN = [
@@ -35,32 +34,16 @@ MARKDOWN = [
 SAM_COMMANDS = {"build", "deploy", "delete", "list", "local", "validate", "sync", "logs", "package", "init"}
 AWS_GLOBAL = {"region", "profile", "output", "query", "no-cli-pager", "endpoint-url", "debug"}
 AWS_CUSTOM = {("configure", None)}  # the CLI's own commands, not in any service model
-_ENDS = {"|", "||", "&&", ";", "&", "(", ")"}
 
 
 def commands() -> list[tuple[str, list[str]]]:
     """(file, argv) of every simple command in the Markdown files' code."""
-    found = []
-    for path in MARKDOWN:
-        for snippet in markdown_snippets(path.read_text(encoding="utf-8")):
-            try:
-                lexer = shlex.shlex(snippet.replace("…", ""), posix=True, punctuation_chars="|&;()")
-                lexer.whitespace_split = True
-                lexer.commenters = "#"
-                tokens = list(lexer)
-            except ValueError:
-                continue
-            current: list[str] = []
-            for token in [*tokens, ";"]:
-                if token in _ENDS:
-                    while current and re.match(r"^[A-Za-z_]\w*=", current[0]):
-                        current = current[1:]
-                    if current:
-                        found.append((path.name, current))
-                    current = []
-                else:
-                    current.append(token)
-    return found
+    return [
+        (path.name, argv)
+        for path in MARKDOWN
+        for snippet in markdown_snippets(path.read_text(encoding="utf-8"))
+        for argv in simple_commands(snippet)
+    ]
 
 
 COMMANDS = commands()
