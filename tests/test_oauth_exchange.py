@@ -299,27 +299,16 @@ async def test_a_held_exchanged_token_the_upstream_refuses_is_dropped_a_call_is_
 
 
 @contextlib.asynccontextmanager
-async def as_alice(w: World) -> AsyncIterator[Any]:
+async def as_alice(w: World, asked: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+    """The status of one request (a search, unless `asked`) sent with a token of alice's."""
     token = w.issuer.issue("alice", "c", w.resource, ["read"])
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=GUARD) as http:
 
-        async def search_status(url: str = w.url) -> int:
-            reply = await http.post(url, **call("search_tools", {"query": "tickets"}))
+        async def status(url: str = w.url) -> int:
+            reply = await http.post(url, **(asked or call("search_tools", {"query": "tickets"})))
             return reply.status_code
 
-        yield search_status
-
-
-@contextlib.asynccontextmanager
-async def discovering_as_alice(w: World) -> AsyncIterator[Any]:
-    """`server/discover` with alice's token: its instructions come from her catalog."""
-    token = w.issuer.issue("alice", "c", w.resource, ["read"])
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=GUARD) as http:
-
-        async def discover_status() -> int:
-            return (await http.post(w.url, **modern("server/discover"))).status_code
-
-        yield discover_status
+        yield status
 
 
 async def refreshed(proxy: Proxy) -> None:
@@ -347,7 +336,7 @@ async def test_revocation_ends_the_instructions_too():
     # The instructions are the upstream's, read from the caller's catalog: they go with it.
     ttl = 0.5
     with world("forward", strict=False, catalog_ttl=ttl, catalog_max_age=3600.0) as w:
-        async with discovering_as_alice(w) as discover_status:
+        async with as_alice(w, modern("server/discover")) as discover_status:
             assert await discover_status() == 200
             w.issuer.revoke("alice")
             await asyncio.sleep(ttl)
