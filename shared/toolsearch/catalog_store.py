@@ -356,7 +356,7 @@ class CatalogStore:
         try:
             # The previous holder may have saved a fresh copy between this environment's last read
             # and its lease: take that copy rather than list the upstream a second time.
-            stored = await self._read_shared(caller.key)
+            stored = await self._read_shared(caller.key, recheck=True)
             if stored is not None and self._clock() - stored.fetched_at < self._config.ttl:
                 self._on_event("catalog_hit_shared")
                 return await self._index(stored)
@@ -367,12 +367,14 @@ class CatalogStore:
     def _lease_seconds(self) -> float:
         return self._config.lease_seconds
 
-    async def _read_shared(self, key: str) -> Catalog | None:
-        """The shared copy of a key's catalog when it is younger than `catalog_max_age`."""
+    async def _read_shared(self, key: str, *, recheck: bool = False) -> Catalog | None:
+        """The shared copy of a key's catalog when it is younger than `catalog_max_age`. A `recheck`
+        (the read after taking the lease) counts no second miss for the same load."""
         assert self._shared is not None
         stored = await self._shared.get(key)
         if stored is None or self._clock() - stored.fetched_at >= self._config.max_age:
-            self._on_event("catalog_miss_shared")
+            if not recheck:
+                self._on_event("catalog_miss_shared")
             return None
         try:
             return Catalog.from_json(stored.data, self._config.write_tools, self._config.read_tools)
