@@ -30,7 +30,6 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +201,7 @@ REFRESH_TTL = 1.0  # seconds: catalog_ttl, waited out for real between refreshes
 def measure_refreshes(refreshes: int = 3) -> dict[str, Any]:
     from fixtures.dynalite import DUMMY_ENV, Dynalite
     from fixtures.faulty_upstream import Fault, running_faulty
-    from fixtures.lambda_events import EXAMPLE_TOKEN, FakeContext, call_event
+    from fixtures.lambda_events import EXAMPLE_TOKEN, FakeContext, all_at_once, call_event
 
     def environments(table: str, upstream_url: str) -> list[Any]:
         """Three cold execution environments: the handler module loaded three times, one table."""
@@ -221,8 +220,7 @@ def measure_refreshes(refreshes: int = 3) -> dict[str, Any]:
 
     def at_once(job: Any, modules: list[Any]) -> list[Any]:
         """`job` in each environment at the same time: each in a thread, on its own event loop."""
-        with ThreadPoolExecutor(len(modules)) as pool:
-            return [future.result(timeout=120) for future in [pool.submit(job, m) for m in modules]]
+        return all_at_once([lambda m=m: job(m) for m in modules], seconds=120)
 
     def settle(module: Any) -> bool:  # what the invocation left pending, as its next invocation would
         return module.loop.settle(timeout=60)

@@ -18,7 +18,6 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,15 @@ from typing import Any
 import pytest
 
 from fixtures.faulty_upstream import Fault, running_faulty
-from fixtures.lambda_events import EVENTS, EXAMPLE_TOKEN, FakeContext, call_event, event, request_body
+from fixtures.lambda_events import (
+    EVENTS,
+    EXAMPLE_TOKEN,
+    FakeContext,
+    all_at_once,
+    call_event,
+    event,
+    request_body,
+)
 from fixtures.result_upstream import ResultUpstream
 from toolsearch.callers import caller_key
 from toolsearch.demo import DEMO_URL, demo_tools
@@ -285,30 +292,6 @@ def test_a_second_cold_environment_reads_the_catalog_from_dynamodb(load_handler,
 # -- three execution environments, one table: one upstream listing per refresh
 
 REFRESH_TTL = 1.0  # seconds, waited out for real; catalog_max_age stays an hour
-
-
-def all_at_once(jobs: list[Callable[[], Any]], seconds: float = 30.0) -> list[Any]:
-    """Run each job in a thread of its own, all at once (environments run side by side); fail when
-    one has not finished within `seconds` (a bound, not a speed claim)."""
-    outcomes: dict[int, tuple[bool, Any]] = {}
-
-    def run(number: int, job: Callable[[], Any]) -> None:
-        try:
-            outcomes[number] = (True, job())
-        except BaseException as exc:  # raised again below, in the test's thread
-            outcomes[number] = (False, exc)
-
-    threads = [threading.Thread(target=run, args=(n, job), daemon=True) for n, job in enumerate(jobs)]
-    for thread in threads:
-        thread.start()
-    until = time.monotonic() + seconds
-    for thread in threads:
-        thread.join(max(0.0, until - time.monotonic()))
-    assert not any(thread.is_alive() for thread in threads), f"not all done within {seconds} s"
-    for done, value in outcomes.values():
-        if not done:
-            raise value
-    return [outcomes[n][1] for n in range(len(jobs))]
 
 
 def search_in_each(modules: list[Any]) -> None:
