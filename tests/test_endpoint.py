@@ -228,6 +228,9 @@ async def test_a_prompt_or_resource_by_name_is_unknown_not_a_missing_method(clie
     uri = "test://nothing-here"
     error = (await client.post("/mcp", **modern("resources/read", {"uri": uri}))).json()["error"]
     assert (error["code"], error.get("data")) == (-32602, {"uri": uri}), error
+    huge = "test://" + "x" * 5000  # not sent back
+    error = (await client.post("/mcp", **legacy("resources/read", {"uri": huge}))).json()["error"]
+    assert error["code"] == -32602 and "data" not in error
     error = (await client.post("/mcp", **legacy("prompts/get", {"name": "greeting"}))).json()["error"]
     assert error["code"] == -32602
 

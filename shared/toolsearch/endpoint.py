@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 
 from . import protocol as P
+from . import tooldefs as T
 from .callers import Caller
 from .http_edge import HttpEdge, HttpRefusal
 from .jsonrpc import Envelope, parse
@@ -262,9 +263,8 @@ class McpEndpoint:
             return {EMPTY_LISTS[env.method]: [], **ttl}
         if env.method == "resources/read":
             uri = env.params.get("uri")
-            raise P.RpcError(
-                P.INVALID_PARAMS, "Resource not found", data={"uri": uri} if isinstance(uri, str) else None
-            )
+            echoed = isinstance(uri, str) and len(uri) <= T.MAX_NAME_CHARS  # a huge URI is not sent back
+            raise P.RpcError(P.INVALID_PARAMS, "Resource not found", data={"uri": uri} if echoed else None)
         if env.method == "prompts/get":
             raise P.RpcError(P.INVALID_PARAMS, "Unknown prompt: this server offers tools only")
         return await self._tools_call(env, caller, modern_headers, progress)
