@@ -1,0 +1,1 @@
+"""The public development benchmark for search: real tool catalogs, requests written by others."""

@@ -1,0 +1,87 @@
+"""`python -m tools.searchbench`: search quality on public data (see README.md).
+
+python -m tools.searchbench                 # every source, dev and test, the bundled model
+python -m tools.searchbench --split dev     # the split choices are made on
+python -m tools.searchbench --model-dir DIR --lexical-weight 0.5 --json out.json
+python -m tools.searchbench build           # rebuild data/ from the pinned public sources
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion
+
+from .benchset import DATA, load_sources
+from .run import evaluate, render, to_json, with_pools
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _run(args: argparse.Namespace) -> int:
+    from toolsearch.search.embedder import load_configured_embedder
+
+    sources = load_sources(args.split, Path(args.data))
+    if args.source:
+        sources = [s for s in sources if s.name in args.source]
+    if not sources:
+        print(f"no sources in {args.data} for split {args.split}", file=sys.stderr)
+        return 1
+    embedder = load_configured_embedder(args.embedder, args.model_dir)
+    fusion = Fusion(
+        method=args.fusion,
+        lexical_weight=DEFAULT_FUSION.lexical_weight if args.lexical_weight is None else args.lexical_weight,
+    )
+    figures = with_pools(evaluate(sources, embedder, fusion))
+    print(
+        f"public benchmark: {len(sources)} sources, {sum(len(s.requests) for s in sources)} requests; "
+        f"fusion {fusion.method} lexical_weight {fusion.lexical_weight}; model {args.model_dir or 'bundled'}"
+    )
+    print(render(figures))
+    if args.json:
+        meta = {
+            "date": datetime.date.today().isoformat(),
+            "commit": _commit(),
+            "python": platform.python_version(),
+            "fusion": {"method": fusion.method, "lexical_weight": fusion.lexical_weight},
+            "model_dir": args.model_dir or "bundled",
+        }
+        Path(args.json).write_text(to_json(figures, meta) + "\n", encoding="utf-8")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .build import build_all
+
+    return build_all(Path(args.data), args.source or None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
+    parser.add_argument("command", nargs="?", default="run", choices=("run", "build"))
+    parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
+    parser.add_argument("--source", action="append", help="only this source (repeatable)")
+    parser.add_argument("--data", default=str(DATA), help="the folder of source files")
+    parser.add_argument("--embedder", default="auto", choices=("auto", "model2vec", "none"))
+    parser.add_argument("--model-dir", default="", help="a model2vec folder (default: the bundled model)")
+    parser.add_argument("--fusion", default=DEFAULT_FUSION.method, choices=("weighted", "rrf"))
+    parser.add_argument("--lexical-weight", type=float, default=None)
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    return _run(args) if args.command == "run" else _build(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

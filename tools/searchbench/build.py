@@ -1,0 +1,366 @@
+"""Build data/*.json from the pinned public sources in sources.lock.
+
+Each source becomes MCP tool definitions (name, description, inputSchema) as a gateway would list
+them, and labelled requests in the source's own words. Splits are by server, never by request:
+a request goes where the server of its first needed tool goes (a stable hash of the server's
+name), so no server's tools are labelled in both splits. Where a source is large, a seeded
+sample per split keeps the benchmark to minutes.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import random
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+LOCK = HERE / "sources.lock"
+SAMPLE = 150  # requests per level (MSC-Bench) or per split (StableToolBench), seeded
+SEED = 20261202
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    repo: str
+    commit: str
+    licence: str
+    writer: str
+
+
+def read_lock(path: Path = LOCK) -> dict[str, Pin]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, repo, commit, licence, writer = line.split(maxsplit=4)
+        pins[name] = Pin(name, repo, commit, licence, writer)
+    return pins
+
+
+class Repo:
+    """Files of one repository at one commit, read from a bare clone (no work tree)."""
+
+    def __init__(self, pin: Pin) -> None:
+        self.pin = pin
+        self.git_dir = self._git_dir()
+
+    def _git_dir(self) -> Path:
+        owner_name = self.pin.repo.replace("/", "+")
+        if mirrors := os.environ.get("SEARCHBENCH_MIRRORS"):
+            mirror = Path(mirrors) / owner_name / "repo"
+            if mirror.is_dir():
+                return mirror
+        clone = ROOT / ".cache" / "searchbench" / owner_name
+        if not clone.is_dir():
+            url = f"https://github.com/{self.pin.repo}.git"
+            subprocess.run(["git", "clone", "--bare", "--filter=blob:limit=8m", url, str(clone)], check=True)
+        return clone
+
+    def read(self, path: str) -> str:
+        return subprocess.run(
+            ["git", f"--git-dir={self.git_dir}", "show", f"{self.pin.commit}:{path}"],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+
+    def json(self, path: str) -> Any:
+        return json.loads(self.read(path))
+
+    def files(self, folder: str) -> list[str]:
+        out = subprocess.run(
+            [
+                "git",
+                f"--git-dir={self.git_dir}",
+                "ls-tree",
+                "--name-only",
+                f"{self.pin.commit}",
+                f"{folder}/",
+            ],
+            capture_output=True,
+            check=True,
+            text=True,
+        ).stdout
+        return sorted(out.split())
+
+
+def slug(text: str, limit: int = 40) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:limit] or "x"
+
+
+def split_of(server: str) -> str:
+    return "dev" if hashlib.sha256(server.encode()).digest()[0] % 2 == 0 else "test"
+
+
+def tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return {"name": name, "description": description.strip(), "inputSchema": schema}
+
+
+def source_file(pin: Pin, name: str, tools: list[dict[str, Any]], requests: dict[str, list[Any]]) -> dict:
+    """One catalog and its requests, each marked with its split."""
+    return {
+        "source": name,
+        "origin": f"{pin.repo}@{pin.commit}",
+        "licence": pin.licence,
+        "writer": pin.writer,
+        "tools": sorted(tools, key=lambda t: t["name"]),
+        "requests": [{"split": split, **r} for split, items in requests.items() for r in items],
+    }
+
+
+def sample(items: list[Any], n: int, salt: str) -> list[Any]:
+    if len(items) <= n:
+        return items
+    rng = random.Random(f"{SEED}:{salt}")
+    return sorted(rng.sample(items, n), key=items.index)
+
+
+# --- MSC-Bench: 491 real MCP servers from glama.ai, requests at four levels ------------------------
+
+
+def msc_bench(pin: Pin) -> Iterator[dict]:
+    repo = Repo(pin)
+    registry = repo.json("data/mcp_registry.json")
+    tools, names, server_of = [], {}, {}
+    for server in registry["servers"]:
+        prefix = slug(server["server_name"], 30)
+        for entry in server.get("tools") or []:
+            name = f"{prefix}-{slug(entry['tool_name'], 60)}"[:64]
+            if name in server_of:
+                continue
+            tool_id = f"{server['server_name']}::{entry['tool_name']}"
+            names[tool_id] = name
+            server_of[name] = server["server_name"]
+            schema = entry.get("input_schema") if isinstance(entry.get("input_schema"), dict) else {}
+            schema = {k: v for k, v in schema.items() if k in ("type", "properties", "required")}
+            tools.append(
+                {
+                    "name": name,
+                    "description": entry.get("tool_description") or "",
+                    "inputSchema": schema or {"type": "object"},
+                }
+            )
+    by_split: dict[str, list[dict]] = {"dev": [], "test": []}
+    for level in (1, 2, 3, 4):
+        picked: dict[str, list[dict]] = {"dev": [], "test": []}
+        for item in repo.json(f"data/queries/level_{level}.json"):
+            truth = item["ground_truth_tools"]
+            if level in (1, 3):  # each entry is a needed tool
+                groups = [[t["tool_id"]] for t in truth]
+            elif level == 2:  # alternative solutions: any of their tools meets the one need
+                groups = [[t["tool_id"] for alt in truth for t in alt]]
+            else:  # level 4: each entry a needed step, its tools alternatives
+                groups = [[t["tool_id"] for t in alt] for alt in truth]
+            needs = [[names[t] for t in group if t in names] for group in groups]
+            if not needs or not all(needs):
+                continue  # a needed tool the registry does not hold
+            needs_out = [need[0] if len(need) == 1 else sorted(set(need)) for need in needs]
+            first = needs[0][0]
+            picked[split_of(server_of[first])].append(
+                {"id": f"L{level}-{item['query_id']}", "text": item["query"], "tools": needs_out}
+            )
+        for split, items in picked.items():
+            by_split[split] += sample(items, SAMPLE, f"msc:{level}:{split}")
+    yield source_file(pin, "msc-bench", tools, by_split)
+
+
+# --- StableToolBench: RapidAPI endpoints, ToolBench's solvable test queries -----------------------
+
+
+def _rapid_params(api: dict) -> tuple[dict[str, Any], list[str]]:
+    types = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
+    properties, required = {}, []
+    for kind in ("required_parameters", "optional_parameters"):
+        for param in api.get(kind) or []:
+            if not isinstance(param, dict) or not isinstance(param.get("name"), str):
+                continue
+            prop: dict[str, Any] = {"type": types.get(str(param.get("type", "")).lower(), "string")}
+            if param.get("description"):
+                prop["description"] = str(param["description"])
+            properties[param["name"]] = prop
+            if kind == "required_parameters":
+                required.append(param["name"])
+    return properties, required
+
+
+def stabletoolbench(pin: Pin) -> Iterator[dict]:
+    repo = Repo(pin)
+    tools: dict[str, dict] = {}
+    server_of: dict[str, str] = {}
+    picked: dict[str, list[dict]] = {"dev": [], "test": []}
+    for group in (
+        "G1_category",
+        "G1_instruction",
+        "G1_tool",
+        "G2_category",
+        "G2_instruction",
+        "G3_instruction",
+    ):
+        for item in repo.json(f"solvable_queries/test_instruction/{group}.json"):
+            key_to_name = {}
+            for api in item["api_list"]:
+                name = f"{slug(api['tool_name'], 30)}-{slug(api['api_name'], 30)}"[:64]
+                key_to_name[(api["tool_name"], api["api_name"])] = name
+                if name not in tools:
+                    properties, required = _rapid_params(api)
+                    tools[name] = tool(name, api.get("api_description") or "", properties, required)
+                    server_of[name] = api["tool_name"]
+            needs = [key_to_name.get((t, a)) for t, a in item["relevant APIs"]]
+            if not needs or not all(needs):
+                continue
+            first = needs[0]
+            picked[split_of(server_of[first])].append(
+                {
+                    "id": f"{group}-{item['query_id']}",
+                    "text": item["query"],
+                    "tools": list(dict.fromkeys(needs)),
+                }
+            )
+    samples = {split: sample(items, 2 * SAMPLE, f"stb:{split}") for split, items in picked.items()}
+    yield source_file(pin, "stabletoolbench", list(tools.values()), samples)
+
+
+# --- RestBench: TMDB and Spotify, human-written instructions with gold API paths ------------------
+
+
+def _resolve(spec: dict, node: Any) -> Any:
+    while isinstance(node, dict) and "$ref" in node:
+        target: Any = spec
+        for part in node["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def _openapi_tools(spec: dict) -> dict[str, dict]:
+    """One tool per operation, keyed by "METHOD /path" as RestBench's solutions name them."""
+    out = {}
+    for path, item in spec["paths"].items():
+        shared = item.get("parameters") or []
+        for method in ("get", "post", "put", "delete", "patch"):
+            op = item.get(method)
+            if not isinstance(op, dict):
+                continue
+            name = slug(op.get("operationId") or f"{method}_{path}", 64)
+            properties, required = {}, []
+            for param in [*shared, *(op.get("parameters") or [])]:
+                param = _resolve(spec, param)
+                if not isinstance(param, dict) or "name" not in param:
+                    continue
+                schema = _resolve(spec, param.get("schema") or {})
+                prop = {"type": schema.get("type", "string") if isinstance(schema, dict) else "string"}
+                if param.get("description"):
+                    prop["description"] = str(param["description"]).strip()
+                properties[param["name"]] = prop
+                if param.get("required"):
+                    required.append(param["name"])
+            text = ". ".join(p.strip().rstrip(".") for p in (op.get("summary"), op.get("description")) if p)
+            out[f"{method.upper()} {path}"] = tool(name, text, properties, required)
+    return out
+
+
+def restbench(pin: Pin) -> Iterator[dict]:
+    repo = Repo(pin)
+    for api, split in (("tmdb", "dev"), ("spotify", "test")):
+        operations = _openapi_tools(repo.json(f"specs/{api}_oas.json"))
+        requests = []
+        for i, item in enumerate(repo.json(f"datasets/{api}.json")):
+            needs = [operations[step]["name"] for step in item["solution"] if step in operations]
+            if needs and len(needs) == len(item["solution"]):
+                requests.append(
+                    {"id": f"{api}-{i}", "text": item["query"], "tools": list(dict.fromkeys(needs))}
+                )
+        yield source_file(pin, f"restbench-{api}", list(operations.values()), {split: requests})
+
+
+# --- API-Bank: 53 APIs, human-annotated dialogues (levels 1 and 2) --------------------------------
+
+_IMPLIED = {"GetUserToken", "ToolSearcher"}  # steps the user never asks for: a token, the search itself
+
+
+def _api_bank_tools(repo: Repo) -> dict[str, dict]:
+    out = {}
+    for path in repo.files("api-bank/apis"):
+        tree = ast.parse(repo.read(path))
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = {}
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+                    try:
+                        fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+                    except ValueError:
+                        continue
+            if not isinstance(fields.get("description"), str):
+                continue
+            params = fields.get("input_parameters") or {}
+            properties = {
+                key: {"type": "string", "description": str(value.get("description", ""))}
+                for key, value in params.items()
+                if isinstance(value, dict)
+            }
+            out[node.name] = tool(node.name, fields["description"], properties, list(properties))
+    return out
+
+
+def api_bank(pin: Pin) -> Iterator[dict]:
+    repo = Repo(pin)
+    tools = _api_bank_tools(repo)
+    requests = []
+    for folder in ("level-1-given-desc", "level-2-toolsearcher"):
+        for path in repo.files(f"api-bank/lv1-lv2-samples/{folder}"):
+            turns = [json.loads(line) for line in repo.read(path).splitlines() if line.strip()]
+            said, needs = [], []
+            for turn in turns:
+                if turn.get("role") == "User" and not needs:
+                    said.append(turn["text"])
+                elif turn.get("role") == "API":
+                    needs.append(turn["api_name"])
+            wanted = [n for n in dict.fromkeys(needs) if n not in _IMPLIED and n in tools]
+            if said and wanted:
+                requests.append({"id": Path(path).stem, "text": " ".join(said), "tools": wanted})
+    yield source_file(pin, "api-bank", list(tools.values()), {"test": requests})
+
+
+BUILDERS: dict[str, Callable[[Pin], Iterator[dict]]] = {
+    "msc-bench": msc_bench,
+    "stabletoolbench": stabletoolbench,
+    "restbench": restbench,
+    "api-bank": api_bank,
+}
+
+
+def build_all(data: Path, only: list[str] | None = None) -> int:
+    """Write each source's files, keeping the model queries already recorded for the same requests."""
+    data.mkdir(parents=True, exist_ok=True)
+    for name, pin in read_lock().items():
+        if only and name not in only:
+            continue
+        for out in BUILDERS[name](pin):
+            path = data / f"{out['source']}.json"
+            if path.exists():
+                old = {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))["requests"]}
+                for request in out["requests"]:
+                    prior = old.get(request["id"])
+                    if prior and prior.get("text") == request["text"] and prior.get("model_query"):
+                        request["model_query"] = prior["model_query"]
+            path.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            splits = ", ".join(
+                f"{split} {sum(r['split'] == split for r in out['requests'])}" for split in ("dev", "test")
+            )
+            print(f"{path.name}: {len(out['tools'])} tools; requests {splits}")
+    return 0
