@@ -356,8 +356,8 @@ def build_all(data: Path, only: list[str] | None = None) -> int:
                 old = {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))["requests"]}
                 for request in out["requests"]:
                     prior = old.get(request["id"])
-                    if prior and prior.get("text") == request["text"] and prior.get("model_query"):
-                        request["model_query"] = prior["model_query"]
+                    if prior and prior.get("text") == request["text"] and prior.get("model_queries"):
+                        request["model_queries"] = prior["model_queries"]
             path.write_text(json.dumps(out, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             splits = ", ".join(
                 f"{split} {sum(r['split'] == split for r in out['requests'])}" for split in ("dev", "test")
