@@ -175,7 +175,7 @@ def exchange_mode(
     )
     exchanger = TokenExchanger(exchange, http, credentials)
     remembered = RememberedExpiries(validator)
-    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered)
+    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered, settings.oauth_issuer)
     return authenticator, ExchangingUpstream(
         upstream, exchanger, upstream_resource, expires_at=remembered.expires_at
     )
