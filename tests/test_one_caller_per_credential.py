@@ -1,7 +1,8 @@
 """One credential is one caller, whatever its spelling; one verified subject is one fair-use caller.
 
 A JWT's signature reads the same to PyJWT with or without `=` padding: every such spelling
-must be one caller key (one catalog, one fair share). In exchange mode the proxy has verified `sub`: fair use counts the subject, and
+must be one caller key (one catalog, one fair share). In exchange mode the proxy has verified
+`sub`: fair use counts the subject, and
 its warm catalogs are bounded (`catalog_memory_per_caller`), so one person's many tokens cannot
 evict other callers' warm catalogs.
 """
