@@ -85,6 +85,9 @@ def catalog_config(settings: Settings) -> CatalogConfig:
         # A listing takes at most upstream_timeout: the lease outlives one, with room to store it.
         lease_seconds=settings.upstream_timeout * 2,
         unauthorized_ttl=settings.unauthorized_ttl,
+        memory_per_caller=max(1, settings.catalog_memory_per_caller),
+        stranger_refusals=max(0, settings.stranger_refusals),
+        stranger_window=settings.stranger_window,
     )
 
 
@@ -172,7 +175,7 @@ def exchange_mode(
     )
     exchanger = TokenExchanger(exchange, http, credentials)
     remembered = RememberedExpiries(validator)
-    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered)
+    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered, settings.oauth_issuer)
     return authenticator, ExchangingUpstream(
         upstream, exchanger, upstream_resource, expires_at=remembered.expires_at
     )

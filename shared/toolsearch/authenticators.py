@@ -48,10 +48,13 @@ class ValidatingAuthenticator:
 
     forwards = False
 
-    def __init__(self, upstream_url: str, oauth: ProtectedResource, validator: TokenValidator) -> None:
+    def __init__(
+        self, upstream_url: str, oauth: ProtectedResource, validator: TokenValidator, issuer: str = ""
+    ) -> None:
         self._upstream_url = upstream_url
         self._oauth = oauth
         self._validator = validator
+        self._issuer = issuer
 
     async def caller(self, request: Request) -> Caller:
         caller = read_caller(request, self._upstream_url, self._oauth)
@@ -62,7 +65,7 @@ class ValidatingAuthenticator:
             why = "this server takes Bearer tokens only"
             raise self._unauthorized(request, f"The token was refused: {why}.", why, "invalid_request")
         try:
-            await self._validator.validate(token)
+            valid = await self._validator.validate(token)
         except InvalidToken as exc:
             raise self._unauthorized(request, f"The token was refused: {exc}.", str(exc)) from None
         except ValidationUnavailable as exc:
@@ -73,6 +76,8 @@ class ValidatingAuthenticator:
                 {"Retry-After": str(RETRY_VALIDATION)},
                 code=-32000,
             ) from None
+        if valid.subject:  # verified: one person, whatever token they signed in with (fair use)
+            return caller.verified_as(self._upstream_url, self._issuer, valid.subject)
         return caller
 
     def _unauthorized(
