@@ -28,7 +28,7 @@ from . import protocol as P
 from . import tooldefs as T
 from .callers import Caller
 from .http_edge import HttpEdge, HttpRefusal
-from .jsonrpc import Envelope, parse
+from .jsonrpc import Envelope, holds_lone_surrogate, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS, ProgressSink, caller_token
@@ -93,8 +93,9 @@ class McpEndpoint:
         streamed = False
         try:
             self._edge.check_origin(request)
-            message = parse(await self._read_body(request))
-            envelope = to_envelope(message)
+            body = await self._read_body(request)
+            message = parse(body)
+            envelope = to_envelope(message, body)
             method = envelope.method
             stream = self._progress_stream(request, envelope)
             if stream is None:
@@ -128,7 +129,10 @@ class McpEndpoint:
             return self._failure(envelope.id, envelope.method, exc)
 
     def _failure(self, request_id: Any, method: str, exc: Exception) -> Response:
-        request_id = request_id if P.is_valid_id(request_id) else None
+        # An id that cannot be written back (a lone surrogate: envelope() refused it) is not echoed.
+        request_id = (
+            request_id if P.is_valid_id(request_id) and not holds_lone_surrogate(request_id) else None
+        )
         if isinstance(exc, HttpRefusal):
             exc = P.RpcError(exc.code, exc.message, exc.data, http_status=exc.status, headers=exc.headers)
         if isinstance(exc, P.RpcError):
