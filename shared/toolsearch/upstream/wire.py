@@ -14,6 +14,7 @@ failed.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import re
 import time
@@ -140,19 +141,22 @@ async def _read_sse(
     parser = SSEParser(max_event_chars=limit)
     size = 0
     try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            for event in parser.feed(decoder.decode(chunk)):
-                if event.type != "message":
-                    continue
-                message = _json_object(event.data.encode())
-                if message is None:
-                    raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
-                if message.get("id") == request_id and ("result" in message or "error" in message):
-                    return message, size
-                if progress is not None and message.get("method") == PROGRESS and "id" not in message:
-                    await progress.offer(message.get("params"))  # the relay checks token and params
-                # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
+        # Closed here, not left to the garbage collector: returning at the answer leaves the stream
+        # unread, and an unclosed generator's finaliser is a task no invocation would wait for.
+        async with contextlib.aclosing(response.aiter_bytes()) as chunks:
+            async for chunk in chunks:
+                size += len(chunk)
+                for event in parser.feed(decoder.decode(chunk)):
+                    if event.type != "message":
+                        continue
+                    message = _json_object(event.data.encode())
+                    if message is None:
+                        raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
+                    if message.get("id") == request_id and ("result" in message or "error" in message):
+                        return message, size
+                    if progress is not None and message.get("method") == PROGRESS and "id" not in message:
+                        await progress.offer(message.get("params"))  # the relay checks token and params
+                    # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
