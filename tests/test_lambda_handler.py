@@ -989,3 +989,49 @@ def test_a_sigv4_request_no_entry_point_checked_is_refused(shared_handler, shape
     response, reply = invoke(shared_handler, signed(shape, "forged", None))
     assert response["statusCode"] == 401
     assert "FunctionUrlAuthType=AWS_IAM" in reply["error"]["message"]
+
+
+# -- a progress stream and its response fit the response Lambda serialises, whatever they carry
+
+CONTROLS = "".join(chr(c) for c in range(1, 32) if chr(c) not in "\n\r") * 20  # \u00XX: 7 bytes each
+STREAM_RESULTS = {
+    "plain_text": {"content": [{"type": "text", "text": "a" * 6_000_000}]},
+    "control_characters": {"content": [{"type": "text", "text": CONTROLS * 1_700}]},  # 5.9 MB as JSON
+    "quotes": {"content": [{"type": "text", "text": '"\\' * 1_450_000}]},
+    "an_error": {"content": [{"type": "text", "text": "failed: " + CONTROLS * 1_700}], "isError": True},
+}
+
+
+def streamed_blob_call(token: str) -> dict[str, Any]:
+    evt = blob_call()
+    body = request_body(evt)
+    body["params"]["_meta"]["progressToken"] = token
+    return with_body(evt, body, **{"mcp-name": "call_read_tool"})
+
+
+@pytest.mark.parametrize("runtime", [PY313, "AWS_Lambda_python3.11"])
+@pytest.mark.parametrize("kind", sorted(STREAM_RESULTS))
+def test_progress_full_of_control_characters_and_a_result_at_the_limit_fit_the_lambda_response(
+    load_handler, result_upstream, monkeypatch, runtime, kind
+):
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    from toolsearch.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS
+
+    upstream, url = result_upstream
+    upstream.result = STREAM_RESULTS[kind]
+    upstream.progress = [CONTROLS[:MAX_MESSAGE_CHARS]] * MAX_RELAYED  # the most a relay passes on
+    token = ("\x1b" * MAX_TOKEN_CHARS)[:MAX_TOKEN_CHARS]  # the caller's token comes back in every event
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=runtime, TOOLSEARCH_MAX_RESULT_BYTES="6000000"
+    )
+
+    response = module.handler(streamed_blob_call(token), FakeContext())
+
+    assert response["statusCode"] == 200
+    monkeypatch.setenv("AWS_EXECUTION_ENV", runtime)
+    assert len(to_json(response).encode()) <= LAMBDA_RESPONSE_BYTES
+    events = [json.loads(e.data) for e in SSEParser(max_event_chars=10_000_000).feed(response["body"])]
+    *notes, final = events
+    assert len(notes) == MAX_RELAYED and all(n["params"]["progressToken"] == token for n in notes)
+    assert "it was cut" in final["result"]["content"][-1]["text"]
