@@ -14,13 +14,13 @@ failed.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import json
 import re
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -143,7 +143,8 @@ async def _read_sse(
     try:
         # Closed here, not left to the garbage collector: returning at the answer leaves the stream
         # unread, and an unclosed generator's finaliser is a task no invocation would wait for.
-        async with contextlib.aclosing(response.aiter_bytes()) as chunks:
+        chunks = cast(AsyncGenerator[bytes], response.aiter_bytes())  # typed an iterator; a generator
+        try:
             async for chunk in chunks:
                 size += len(chunk)
                 for event in parser.feed(decoder.decode(chunk)):
@@ -157,6 +158,8 @@ async def _read_sse(
                     if progress is not None and message.get("method") == PROGRESS and "id" not in message:
                         await progress.offer(message.get("params"))  # the relay checks token and params
                     # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
+        finally:
+            await chunks.aclose()
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
