@@ -111,6 +111,12 @@ def read_caller(request: Request, upstream_url: str, oauth: ProtectedResource) -
     values = request.headers.getlist("authorization")
     if len(values) == 1 and is_sigv4(values[0]):
         return _signed_by_aws(request, upstream_url)
+    if not values:
+        # Verified without a SigV4 header (a presigned URL's query string): still that principal,
+        # not the anonymous caller every unsigned request shares.
+        arn = verified_principal(request.scope)
+        if arn is not None:
+            return Caller.iam_principal(upstream_url, arn)
     try:
         return Caller.from_header(upstream_url, *values)
     except MalformedAuthorization as exc:

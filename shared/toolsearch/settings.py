@@ -267,6 +267,15 @@ class Settings:
         "Server",
         metavar="ORIGINS",
     )
+    allowed_hosts: list[str] = _setting(
+        [],
+        "`serve` only, against DNS rebinding: comma-separated Host values (`name` or `name:port`) answered "
+        "besides the server's own. Bound to a loopback address, `serve` answers only 127.0.0.1, localhost "
+        "and [::1] with its port, and these; any other Host gets 421 on every route. Bound elsewhere, "
+        "empty means any Host. `*` allows all. Not checked on Lambda (the Host is the gateway's).",
+        "Server",
+        metavar="HOSTS",
+    )
     api_gateway_timeout: float = _setting(
         29.0,
         "Lambda only: seconds a request that came through API Gateway has, from its arrival, to be "
