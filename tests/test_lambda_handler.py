@@ -190,12 +190,12 @@ def test_warm_invocations_reuse_the_proxy_and_its_catalog(load_handler):
     key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
 
     invoke(module, "http-api-search-tools.json")
-    first = proxy.catalogs._memory[key].catalog
+    first = proxy.catalogs._memory.get(key).catalog
     invoke(module, "function-url-search-tools.json")
     invoke(module, "rest-api-search-tools.json")
 
     assert module.proxy is proxy
-    assert proxy.catalogs._memory[key].catalog is first
+    assert proxy.catalogs._memory.get(key).catalog is first
     assert proxy.telemetry.total("catalog", event="catalog_list_upstream") == 1
     assert proxy.telemetry.total("catalog", event="catalog_hit_memory") == 2
 
@@ -256,7 +256,7 @@ def test_a_background_refresh_left_pending_finishes_in_a_later_invocation(load_h
     module = load_handler(TOOLSEARCH_CATALOG_TTL="0")
     key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
     invoke(module, "http-api-search-tools.json")
-    first = module.proxy.catalogs._memory[key].catalog
+    first = module.proxy.catalogs._memory.get(key).catalog
 
     response, _ = invoke(module, "http-api-search-tools.json")  # serves the stale one, refreshes behind
     left = module.loop.pending()
@@ -266,7 +266,7 @@ def test_a_background_refresh_left_pending_finishes_in_a_later_invocation(load_h
     assert response["statusCode"] == 200 and response_later["statusCode"] == 200
     assert module.loop.settle(timeout=30)
     assert all(task.done() and task.exception() is None for task in left)
-    assert module.proxy.catalogs._memory[key].catalog is not first
+    assert module.proxy.catalogs._memory.get(key).catalog is not first
     assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") >= 2
 
 

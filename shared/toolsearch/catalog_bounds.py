@@ -60,6 +60,10 @@ class WarmCatalogs[V]:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def keys(self) -> list[str]:
+        """The caller keys held, least recently used first."""
+        return list(self._entries)
+
     def get(self, key: str) -> V | None:
         held = self._entries.get(key)
         return None if held is None else held[1]
