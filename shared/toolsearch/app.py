@@ -140,6 +140,7 @@ def exchange_mode(
         settings.oauth_client_secret,
         secret_arn=settings.oauth_client_secret_arn,
         method=settings.oauth_client_auth,
+        wait=settings.oauth_timeout,
     )
     # The audience is the configured public URL, never one derived from a request's Host header:
     # a caller could otherwise name the audience its token happens to have.
@@ -172,7 +173,7 @@ def exchange_mode(
     )
     exchanger = TokenExchanger(exchange, http, credentials)
     remembered = RememberedExpiries(validator)
-    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered)
+    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered, ready=credentials.secret)
     return authenticator, ExchangingUpstream(
         upstream, exchanger, upstream_resource, expires_at=remembered.expires_at
     )
