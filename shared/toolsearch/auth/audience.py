@@ -20,7 +20,7 @@ from typing import Any
 
 from ..progress import ProgressSink
 from ..upstream import Listing, Upstream
-from .tokens import LEEWAY, MAX_TOKEN_CHARS, audiences
+from .tokens import LEEWAY, MAX_TOKEN_CHARS, audiences, seconds
 
 MAX_REMEMBERED = 16
 
@@ -55,8 +55,8 @@ def issued_for_and_live(authorization: str | None, resource: str) -> bool:
     claims = unverified_claims(authorization)
     if claims is None:
         return False
-    expires = claims.get("exp")
-    if isinstance(expires, (int, float)) and expires + LEEWAY < time.time():
+    expires = seconds(claims.get("exp"))
+    if expires is not None and expires + LEEWAY < time.time():
         return False
     accepted = audiences(resource)
     return any(value in accepted for value in _audience_values(claims))
