@@ -206,7 +206,7 @@ def build_proxy(
         servers = (settings.oauth_issuer,)  # the server that issues the tokens the proxy accepts
     oauth_config = OAuthConfig(settings.public_url, servers, settings.oauth_metadata_timeout)
     oauth = ProtectedResource(oauth_config, upstream_url, upstream.http)
-    accepted = AcceptedAudiences()
+    accepted = AcceptedAudiences(resource_of(settings.public_url) if settings.public_url else None)
     authenticator: CallerAuthenticator
     source: ExchangingUpstream | WitnessingUpstream
     if settings.auth_mode == "exchange":

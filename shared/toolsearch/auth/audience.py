@@ -4,9 +4,9 @@ In forwarding mode the proxy's metadata names the proxy as the resource, so a
 client that follows the MCP authorization spec asks for a token whose audience
 is the proxy. An upstream that checks audiences refuses every such token, and
 signing in again gets the same kind of token. The unverified claims of a JWT say
-whose it is and whether it has expired; `AcceptedAudiences` remembers which
-audiences the upstream has accepted since the proxy started, so a revoked token
-at an upstream that does accept the proxy's audience is still told to sign in.
+whose it is and whether it has expired; `AcceptedAudiences` remembers whether
+the upstream has accepted the proxy's audience since the proxy started, so a
+revoked token at an upstream that does accept it is still told to sign in.
 None of this admits anybody: it only chooses the words and status of a refusal.
 """
 
@@ -22,7 +22,7 @@ from ..progress import ProgressSink
 from ..upstream import Listing, Upstream
 from .tokens import LEEWAY, MAX_TOKEN_CHARS, audiences, seconds
 
-MAX_REMEMBERED = 16
+MAX_REMEMBERED = 32  # different audiences an upstream that checks them is taken to accept, at most
 
 
 def unverified_claims(authorization: str | None) -> dict[str, Any] | None:
@@ -63,21 +63,40 @@ def issued_for_and_live(authorization: str | None, resource: str) -> bool:
 
 
 class AcceptedAudiences:
-    """The audiences of JWTs the upstream accepted since the proxy started (at most a few)."""
+    """What the upstream has shown, since the proxy started, about the audiences it accepts.
 
-    def __init__(self) -> None:
+    Callers feed it (their tokens, their Host), so nothing one caller sends may make it wrong for
+    another, nor stop it learning. It learns only from tokens the upstream accepted and that name one
+    audience (a token naming several proves nothing about each: the upstream may have taken it for
+    its own). With the proxy's `resource` known (`public_url`), that audience is the only one worth
+    knowing: one fact, nothing to fill. Without it, the proxy's resource is each request's own, so
+    the audiences are kept; once the upstream has accepted more than `MAX_REMEMBERED` different ones
+    it evidently does not check audiences, and it is taken to accept any (a strict upstream accepts
+    tokens for itself only, so no caller can get it there).
+    """
+
+    def __init__(self, resource: str | None = None) -> None:
+        self._resource = resource.rstrip("/") if resource else None
         self._seen: set[str] = set()
+        self._any = False
 
     def note(self, authorization: str | None) -> None:
-        if len(self._seen) >= MAX_REMEMBERED:
-            return
+        """Note the audience of a token the upstream has just accepted."""
         claims = unverified_claims(authorization)
-        if claims is not None:
-            for value in _audience_values(claims)[:MAX_REMEMBERED]:
-                self._seen.add(value.rstrip("/"))
+        named = {value.rstrip("/") for value in _audience_values(claims)} if claims is not None else set()
+        if len(named) != 1 or self._any:
+            return
+        (audience,) = named
+        if self._resource is not None and audience != self._resource:
+            return
+        if audience not in self._seen and len(self._seen) >= MAX_REMEMBERED:
+            self._any = True
+            self._seen.clear()
+            return
+        self._seen.add(audience)
 
     def accepted(self, resource: str) -> bool:
-        return resource.rstrip("/") in self._seen
+        return self._any or resource.rstrip("/") in self._seen
 
 
 class WitnessingUpstream:
