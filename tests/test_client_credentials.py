@@ -150,7 +150,7 @@ async def test_a_request_waits_for_a_read_under_way_at_most_its_wait_then_the_re
         await credentials.secret()
     assert names_no_arn(str(refused.value))
     release.set()
-    assert await ClientCredentials.secret(credentials) == "late"  # joined the same read
+    assert await credentials.secret() == "late"  # joined the read under way
     assert reads == [ARN]
 
 

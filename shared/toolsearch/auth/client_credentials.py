@@ -128,7 +128,8 @@ class ClientCredentials:
         if not self._secret_arn:
             raise SecretUnavailable("no client secret is configured (oauth_client_secret or its ARN)")
         if self._failed is not None and self._clock() < self._failed[0]:
-            raise self._failed[1]
+            remembered = self._failed[1]  # a new exception each time: a raised one keeps its traceback
+            raise SecretUnavailable(str(remembered), remembered.detail)
         if self._reading is None:  # one read for everybody waiting
             self._reading = asyncio.create_task(self._read())
             self._reading.add_done_callback(_retrieve)  # every waiter may have given up
