@@ -51,13 +51,16 @@ class Forwarding:
         assert status in (200, 401, 403)
         return status
 
-    def alice(self) -> int:
-        """Alice's answer: her token for the proxy listed, then (lenient upstream) revoked and used."""
-        token = self.issuer.issue("alice", "c", self.resource, ["read"])
+    def alice(self, audience: Any = None) -> int:
+        """Alice's answer: her token (for the proxy, unless `audience`) listed; when the upstream takes
+        it, then revoked and used for a call."""
+        audience = audience or self.resource
+        names = audience if isinstance(audience, list) else [audience]
+        resource = self.upstream if self.upstream in names else self.resource
+        token = self.issuer.issue("alice", "c", resource, ["read"], audience=audience)
         first = self.post(token, modern("tools/list"))
-        if self.strict:
+        if first != 200:
             return first
-        assert first == 200
         self.issuer.revoke("alice")
         return self.post(token, call("call_read_tool", {"name": "echo", "arguments": {}}))
 
@@ -97,6 +100,20 @@ def test_a_token_naming_the_upstream_and_the_proxy_teaches_nothing_about_the_pro
         assert proxy.mallory([proxy.upstream, proxy.resource]) == 200
         assert proxy.mallory(proxy.upstream) == 200
         assert proxy.alice() == 403  # was: 401, sign in again (forever, for everybody)
+
+
+@PUBLIC
+def test_a_revoked_token_naming_the_proxy_and_the_upstream_is_told_to_sign_in(public):
+    # docs/security.md's first way to forward to a strict upstream: tokens naming both audiences.
+    with forwarding(strict=True, public=public) as proxy:
+        assert proxy.alice([proxy.resource, proxy.upstream]) == 401
+
+
+def test_a_revoked_token_naming_the_proxy_and_another_api_at_an_upstream_taking_the_proxys_is_a_401():
+    # A Keycloak-like `aud: [proxy, "account"]`, which an upstream listing the proxy's URL accepts.
+    with forwarding(strict=False, public=True) as proxy:
+        assert proxy.mallory(["account", "https://made-up.example/mcp"]) == 200
+        assert proxy.alice([proxy.resource, "account"]) == 401
 
 
 AUDIENCES = st.sampled_from(["upstream", "proxy", "made-up", "other"]).flatmap(
