@@ -50,9 +50,8 @@ def _audience_values(claims: Mapping[str, Any]) -> list[str]:
     return [value for value in values if isinstance(value, str)]
 
 
-def _named(authorization: str | None) -> frozenset[str]:
-    """The audiences a Bearer JWT names (unverified), each without a trailing slash."""
-    claims = unverified_claims(authorization)
+def _named(claims: Mapping[str, Any] | None) -> frozenset[str]:
+    """The audiences a JWT's claims name, each without a trailing slash."""
     return frozenset(value.rstrip("/") for value in _audience_values(claims)) if claims else frozenset()
 
 
@@ -65,7 +64,7 @@ def issued_for_and_live(authorization: str | None, resource: str, upstream: str 
     expires = seconds(claims.get("exp"))
     if expires is not None and expires + LEEWAY < time.time():
         return False
-    named = _named(authorization)
+    named = _named(claims)
     return resource.rstrip("/") in named and (upstream is None or upstream.rstrip("/") not in named)
 
 
@@ -98,7 +97,7 @@ class AcceptedAudiences:
 
     def note(self, authorization: str | None) -> None:
         """Note the audiences of a token the upstream has just accepted."""
-        named = _named(authorization)
+        named = _named(unverified_claims(authorization))
         if self._resource is not None:
             if self._resource in named:
                 others = named - {self._resource}

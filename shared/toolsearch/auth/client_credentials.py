@@ -143,14 +143,13 @@ class ClientCredentials:
         try:
             self._secret = await asyncio.to_thread(self._reader, self._secret_arn)
             return self._secret
-        except Exception as exc:
-            failure = (
-                exc
-                if isinstance(exc, SecretUnavailable)
-                else SecretUnavailable(
+        except Exception as exc:  # the reader's own (SecretUnavailable), or anything else, e.g. no boto3
+            if isinstance(exc, SecretUnavailable):
+                failure = exc
+            else:
+                failure = SecretUnavailable(
                     PUBLIC_REASON, f"the client secret could not be read ({type(exc).__name__})"
                 )
-            )
             self._failed = (self._clock() + self._failure_ttl, failure)
             # The operator's log: which secret and why (the callers are told neither).
             extra = {"outcome": failure.detail, "retry_in_s": self._failure_ttl}
