@@ -10,10 +10,12 @@ header, so a catalog is kept per token the caller holds.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from starlette.requests import Request
 
+from .auth.client_credentials import SecretUnavailable
 from .auth.tokens import InvalidToken, TokenValidator, ValidationUnavailable
 from .aws_iam import is_sigv4, verified_principal
 from .callers import Caller
@@ -49,12 +51,21 @@ class ValidatingAuthenticator:
     forwards = False
 
     def __init__(
-        self, upstream_url: str, oauth: ProtectedResource, validator: TokenValidator, issuer: str = ""
+        self,
+        upstream_url: str,
+        oauth: ProtectedResource,
+        validator: TokenValidator,
+        issuer: str = "",
+        *,
+        ready: Callable[[], Awaitable[object]] | None = None,
     ) -> None:
         self._upstream_url = upstream_url
         self._oauth = oauth
         self._validator = validator
         self._issuer = issuer
+        # What an admitted caller's requests need (the proxy's client secret): without it nothing can
+        # be exchanged, so the caller is told 503 here rather than a failure per tool.
+        self._ready = ready
 
     async def caller(self, request: Request) -> Caller:
         caller = read_caller(request, self._upstream_url, self._oauth)
@@ -69,13 +80,15 @@ class ValidatingAuthenticator:
         except InvalidToken as exc:
             raise self._unauthorized(request, f"The token was refused: {exc}.", str(exc)) from None
         except ValidationUnavailable as exc:
-            raise HttpRefusal(
-                503,
-                "auth_unavailable",
-                f"The token could not be checked just now: {exc}. Try again shortly.",
-                {"Retry-After": str(RETRY_VALIDATION)},
-                code=-32000,
-            ) from None
+            why = f"The token could not be checked just now: {exc}. Try again shortly."
+            raise _unavailable(why) from None
+        if self._ready is not None:
+            try:
+                await self._ready()
+            except SecretUnavailable as exc:
+                raise _unavailable(
+                    f"The proxy cannot act for you just now: {exc}. Try again shortly."
+                ) from None
         if valid.subject:  # verified: one person, whatever token they signed in with (fair use)
             return caller.verified_as(self._upstream_url, self._issuer, valid.subject)
         return caller
@@ -86,6 +99,11 @@ class ValidatingAuthenticator:
         params = {"error": error, "error_description": description} if description else {}
         challenge = self._oauth.challenge_with(request, params)
         return HttpRefusal(401, "unauthorized", message, {"WWW-Authenticate": challenge}, code=-32000)
+
+
+def _unavailable(message: str) -> HttpRefusal:
+    # The reasons come from the auth package: they name no ARN, token or secret (the log has the ARN).
+    return HttpRefusal(503, "auth_unavailable", message, {"Retry-After": str(RETRY_VALIDATION)}, code=-32000)
 
 
 def _signed_by_aws(request: Request, upstream_url: str) -> Caller:
