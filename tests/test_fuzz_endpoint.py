@@ -393,7 +393,7 @@ def test_names_and_arguments_stay_out_of_logs_keys_and_urls(
         check_answer(post(http, json.dumps(request["json"]).encode(), request["headers"]))
     for line in logs.lines[start_lines:]:
         assert MARKER not in line, line
-    assert all(re.fullmatch(r"[0-9a-f]{64}", key) for key in proxy.catalogs._memory.keys())
+    assert all(re.fullmatch(r"[0-9a-f]{64}", key) for key in proxy.catalogs._memory)
     for seen in upstream.upstream.requests[since:]:
         assert seen.path == "/mcp"
         for header, value in seen.raw_headers:

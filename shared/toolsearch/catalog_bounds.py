@@ -7,7 +7,7 @@ tokens: each structure here has a fixed bound and drops its oldest first.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .upstream import UpstreamError
 
@@ -60,9 +60,9 @@ class WarmCatalogs[V]:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def keys(self) -> list[str]:
+    def __iter__(self) -> Iterator[str]:
         """The caller keys held, least recently used first."""
-        return list(self._entries)
+        return iter(list(self._entries))
 
     def get(self, key: str) -> V | None:
         held = self._entries.get(key)
