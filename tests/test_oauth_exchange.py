@@ -323,6 +323,7 @@ async def test_revocation_ends_search_after_catalog_ttl_and_one_request_in_forwa
     with world("forward", strict=False, catalog_ttl=ttl, catalog_max_age=3600.0) as w:
         async with as_alice(w) as search_status:
             assert await search_status() == 200
+            await refreshed(w.proxy)  # a listing slower than the TTL is refreshed at once: let it end
             w.issuer.revoke("alice")
             assert await search_status() == 200  # within catalog_ttl the upstream is not asked
             await asyncio.sleep(ttl)
@@ -338,6 +339,7 @@ async def test_revocation_ends_the_instructions_too():
     with world("forward", strict=False, catalog_ttl=ttl, catalog_max_age=3600.0) as w:
         async with as_alice(w, modern("server/discover")) as discover_status:
             assert await discover_status() == 200
+            await refreshed(w.proxy)  # a listing slower than the TTL is refreshed at once: let it end
             w.issuer.revoke("alice")
             await asyncio.sleep(ttl)
             assert await discover_status() == 200  # the one request past catalog_ttl: stale, and it refreshes
@@ -371,6 +373,9 @@ async def test_a_refused_refresh_drops_the_shared_copy_so_another_environment_do
             one.app, two.app = first.app, second.app
             async with as_alice(w) as search_status:
                 assert await search_status(base_one + "/mcp") == 200  # listed, and stored in the table
+                # A listing slower than the TTL (a loaded machine) is stale at once, as it is stamped
+                # when it began: let its refresh end before the revocation, or it is the one refused.
+                await refreshed(first)
                 w.issuer.revoke("alice")
                 await asyncio.sleep(ttl)
                 assert await search_status(base_one + "/mcp") == 200  # stale; its refresh is refused

@@ -354,4 +354,9 @@ async def test_an_unreadable_client_secret_is_a_503_naming_no_arn_read_once_not_
                 assert part not in reply.text and part not in str(reply.headers)
         assert reads() < len(replies) / 2, "the secret was read again for each request"
         assert setup.issuer.exchanges == 0 and setup.hostile.hits.get("/introspect", 0) == 0
+        # A silent endpoint's read may outlive the answers (they wait at most oauth_timeout): wait,
+        # bounded, for it to end and be logged.
+        async with asyncio.timeout(GUARD):
+            while SECRET_ARN not in logs.text():
+                await asyncio.sleep(0.05)
     assert SECRET_ARN in logs.text(), "the operator's log does not say which secret failed"
