@@ -67,13 +67,13 @@ def _eval(args: argparse.Namespace) -> int:
 
     config = settings_module.from_args(args)
     embedder = load_configured_embedder(config.embedder, config.model_dir)
-    fusions = {"hybrid": Fusion(lexical_weight=config.lexical_weight)}
+    fusions = {"hybrid fused": Fusion(lexical_weight=config.lexical_weight)}
     if args.fusion == "all":
         fusions = {
             "hybrid rrf": Fusion(method="rrf"),
             **{f"hybrid w={w:.1f}": Fusion(lexical_weight=w) for w in (0.2, 0.4, 0.6, 0.7, 0.8, 0.9)},
         }
-    figures = evaluation.evaluate(embedder, fusions)
+    figures = evaluation.evaluate(embedder, fusions, config.ranker)
     model = "no model" if embedder is None else f"model {config.model_dir or 'default'} ({embedder.dim} dims)"
     print(f"evaluation set, {model}")
     print(evaluation.render(figures, len(evaluation.evaluation_catalog())))
