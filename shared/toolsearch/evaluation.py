@@ -157,7 +157,7 @@ def build_indexes(
         tool_vectors = embedder.encode([embedding_text(tool) for tool in catalog.tools])
         indexes["embedding"] = CosineSearch(tool_vectors, embedder.encode)
         cache = VectorCache()
-        for label, fusion in (fusions or {"hybrid fused": Fusion()}).items():
+        for label, fusion in (fusions or {"fused": Fusion()}).items():
             indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion, ranker="fusion")(catalog)
         if ranker == "learned":
             indexes["hybrid"] = make_indexer(embedder, cache=cache, ranker="learned")(catalog)

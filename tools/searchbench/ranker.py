@@ -54,9 +54,8 @@ def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequ
         mine: list[Group] = []
         catalog = Catalog.from_definitions(source.tools)
         semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
-        index = RankedIndex(
-            build_lexical_index(catalog.tools), FieldIndex(catalog.tools), neutral(), semantic, embedder
-        )
+        lexical = build_lexical_index(catalog.tools)
+        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, embedder)
         names = [tool.name for tool in catalog.tools]
         for request in source.requests:
             for phrasing in phrasings:

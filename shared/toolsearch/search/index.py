@@ -34,7 +34,8 @@ def make_indexer(
         lexical = build_lexical_index(catalog.tools)
         semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder is not None else None
         if weights is not None:
-            return RankedIndex(lexical, FieldIndex(catalog.tools), weights, semantic, embedder, fusion)
+            fields = FieldIndex(catalog.tools, lexical)
+            return RankedIndex(lexical, fields, weights, semantic, embedder, fusion)
         if embedder is None or semantic is None:
             return lexical
         return HybridIndex(lexical, semantic, embedder, fusion)

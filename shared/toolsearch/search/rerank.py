@@ -26,7 +26,7 @@ import numpy as np
 
 from toolsearch.catalog import Tool
 from toolsearch.search import Embedder, Hit
-from toolsearch.search.documents import document_tokens, name_words, schema_text
+from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.embedding import EmbeddingIndex
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
@@ -98,19 +98,20 @@ def _distinct_terms(text: str) -> list[str]:
 class FieldIndex:
     """BM25 per field of each tool, and what the features need of each tool's name."""
 
-    def __init__(self, tools: Sequence[Tool]) -> None:
+    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
         names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
         self.name = LexicalIndex(names)
-        self.description = LexicalIndex([tokenize(tool.description) for tool in tools])
+        descriptions = [tokenize(tool.description) for tool in tools]
+        self.description = LexicalIndex(descriptions)
         self.parameters = LexicalIndex(
             [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
         )
-        self.whole = LexicalIndex([list(dict.fromkeys(document_tokens(tool))) for tool in tools])
+        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
         self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
         term_ids: dict[str, int] = {}
         self.verbs = np.array([term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names])
         self._verb_ids = term_ids
-        self.description_length = np.log1p([len(tokenize(tool.description)) for tool in tools]) / 5.0
+        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
 
     def verb_asked(self, terms: Sequence[str]) -> np.ndarray:
