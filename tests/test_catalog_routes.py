@@ -26,7 +26,7 @@ from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from fixtures.servers import start_server as serve_with_lifespan
 from toolsearch.app import build_proxy
-from toolsearch.catalog_cli import authorization, base_url
+from toolsearch.catalog_cli import MAX_PAGES, authorization, base_url
 from toolsearch.catalog_routes import RefreshLimiter, decode_cursor, encode_cursor
 from toolsearch.cli import main
 from toolsearch.settings import Settings
@@ -399,3 +399,98 @@ async def test_review_logs_and_metrics_hold_no_token(proxy_base, caplog):
     lines = [record.getMessage() + repr(record.__dict__) for record in caplog.records]
     assert any("catalog review" in line for line in lines), "nothing logged: the test would prove nothing"
     assert not [line for line in lines if secret in line]
+
+
+# Upstream text a terminal would obey: cursor moves, a line erased, bidi overrides, C1, separators.
+HOSTILE_TEXT = [
+    "\x1b[2K\r",  # erase the line, back to its start: what follows would overwrite WRITE
+    "\x1b]8;;https://evil.example\x07link\x1b]8;;\x07",  # an OSC hyperlink
+    "\u202eetirw\u202c",  # right-to-left override
+    "\u2066isolate\u2069",
+    "\x9b31m",  # C1 CSI
+    "\x85next line\u2028separator\u2029",
+    "\x00\x08\x7f",
+]
+FORBIDDEN = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} | set(
+    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u2028\u2029"
+)
+
+
+@contextlib.contextmanager
+def hostile_text_upstream() -> Iterator[str]:
+    """An official-SDK upstream whose one write tool's title and description hold terminal controls."""
+    server = MCPServer("hostile-text")
+
+    def erase(target: str) -> str:
+        return f"erased {target}"
+
+    server.add_tool(
+        erase,
+        name="erase_everything",
+        title="".join(HOSTILE_TEXT),
+        description="".join(HOSTILE_TEXT) + "erase_everything  read   harmless lookup",
+        annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=True),
+    )
+    app = server.streamable_http_app(
+        stateless_http=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    thread = serve_with_lifespan(app)
+    try:
+        yield thread.base_url + "/mcp"
+    finally:
+        thread.stop()
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_cli_prints_no_upstream_control_character_raw(monkeypatch, capsys, as_json):
+    monkeypatch.setenv("TOOLSEARCH_TOKEN", "alice")
+    with hostile_text_upstream() as url, proxy_for(url) as base:
+        assert main(["catalog", "--url", base, *(["--json"] if as_json else [])]) == 0
+    out, err = capsys.readouterr()
+    printed = out + err
+    assert not FORBIDDEN & (set(printed) - {"\n"}), sorted(FORBIDDEN & set(printed))
+    lines = out.splitlines()
+    if as_json:
+        (row,) = [json.loads(line) for line in lines]  # still one valid JSON object per tool
+        assert row["title"] == "".join(HOSTILE_TEXT) and row["readOnly"] is False
+    else:
+        assert len(lines) == 2 and lines[1].split()[:2] == ["erase_everything", "WRITE"]
+        assert "\\u001b[2K\\u000d" in lines[1]  # shown as escapes, not obeyed
+
+
+@contextlib.contextmanager
+def endless_catalog(cursor_for) -> Iterator[tuple[str, list[str]]]:
+    """A server at --url whose GET /catalog always offers a next page (`cursor_for(n)` names it)."""
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    asked: list[str] = []
+
+    async def page(request):
+        asked.append(request.query_params.get("cursor", ""))
+        n = len(asked)
+        tool = {"name": f"tool_{n}", "title": "", "description": "", "readOnly": True}
+        return JSONResponse({"tools": [tool], "nextCursor": cursor_for(n), "fetchedAt": "now"})
+
+    with serve_in_thread(Starlette(routes=[Route("/catalog", page)])) as base:
+        yield base, asked
+
+
+@pytest.mark.parametrize(
+    ("cursor_for", "pages", "why"),
+    [
+        (lambda n: f"c{n}", MAX_PAGES, f"after {MAX_PAGES} pages"),  # always a new cursor
+        (lambda n: "same", 2, "repeated a page cursor"),
+        (lambda n: f"c{n % 3}", 4, "repeated a page cursor"),  # a longer loop
+    ],
+)
+def test_cli_asks_for_a_bounded_number_of_pages(monkeypatch, capsys, cursor_for, pages, why):
+    monkeypatch.setenv("TOOLSEARCH_TOKEN", "alice")
+    with endless_catalog(cursor_for) as (base, asked):
+        assert main(["catalog", "--url", base, "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert len(asked) == pages
+    assert len(out.splitlines()) == pages  # what was listed is still printed
+    assert why in err and "may be incomplete" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 
 import httpx
@@ -198,3 +199,44 @@ async def test_remembering_anonymous_refusals_can_be_turned_off():
         with pytest.raises(UpstreamError):
             await store.get(Caller(None, caller_key(DEMO_URL, None)))
     assert transport.requests == 2
+
+
+async def _refresh(store, who):
+    with contextlib.suppress(UpstreamError):
+        await store.refresh(who)
+
+
+async def _told_outdated(store, who):
+    store.invalidate(who.key)  # what a call answered -32602 or "unknown tool" does
+
+
+@pytest.mark.parametrize("drop", [_refresh, _told_outdated], ids=["refresh", "upstream_said_outdated"])
+@pytest.mark.parametrize("status", [503, 500, 429])
+async def test_a_catalog_said_outdated_during_an_outage_is_served_until_a_listing_succeeds(drop, status):
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    held = await store.get(caller("a"))
+    transport.fail_with = status
+    await drop(store, caller("a"))
+    for _ in range(3):  # the first lists (and fails), the next are served and renew in the background
+        assert await store.get(caller("a")) is held
+    transport.fail_with = None
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if await store.get(caller("a")) is not held:
+            break
+    assert (await store.get(caller("a"))) is not held  # listed again once the upstream could
+
+
+@pytest.mark.parametrize("drop", [_refresh, _told_outdated], ids=["refresh", "upstream_said_outdated"])
+@pytest.mark.parametrize("status", [401, 403])
+async def test_a_catalog_said_outdated_is_dropped_when_the_upstream_refuses_the_caller(drop, status):
+    transport, clock = DemoUpstream(), Clock()
+    store = make_store(transport, clock)
+    await store.get(caller("a"))
+    transport.fail_with = status
+    await drop(store, caller("a"))
+    with pytest.raises(UpstreamError) as refused:
+        await store.get(caller("a"))
+    assert refused.value.status == status
+    assert store.cached(caller("a").key) is None

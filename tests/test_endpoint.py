@@ -400,3 +400,43 @@ def test_without_allowed_origins_serve_adds_no_cors_layer():
 
     proxy = build_proxy(Settings())
     assert with_cors(proxy.app, proxy.settings.allowed_origins) is proxy.app
+
+
+def _twice(request, name, second):
+    """The request with `name` sent twice: its own value first (matching the body), then `second`."""
+    headers = list(request["headers"].items())
+    first = dict(headers)[name]
+    return {**request, "headers": [*headers, (name, second if second is not None else first)]}
+
+
+# Every header the proxy compares with the body, sent twice: the first value matches the body, the
+# second differs (a gateway reading the last routes elsewhere) or repeats it (one value is the rule).
+TWICE = [
+    (modern("tools/list"), "MCP-Protocol-Version", "2025-11-25"),
+    (modern("tools/list"), "MCP-Protocol-Version", None),
+    (legacy("ping"), "MCP-Protocol-Version", "2025-06-18"),
+    (modern("tools/list"), "Mcp-Method", "tools/call"),
+    (modern("tools/list"), "Mcp-Method", None),
+    (call("search_tools", {"query": "x"}), "Mcp-Name", "call_write_tool"),
+    (call("search_tools", {"query": "x"}), "Mcp-Name", None),
+    (modern("resources/read", {"uri": "file:///a"}), "Mcp-Name", "file:///b"),
+]
+
+
+@pytest.mark.parametrize(("request_", "name", "second"), TWICE)
+async def test_a_header_compared_with_the_body_that_comes_twice_is_a_mismatch(client, request_, name, second):
+    reply = await client.post("/mcp", **_twice(request_, name, second))
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
+    assert f"{name} header comes more than once" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("second", ["us-east", "eu-north"])
+async def test_a_param_header_that_comes_twice_is_a_mismatch_and_no_call_is_sent(
+    pinned_route_query, sdk_upstream, second
+):
+    request = _route_query({"region": "eu-north"}, {"Mcp-Param-Region": "eu-north"})
+    before = len(sdk_upstream.requests)
+    reply = await pinned_route_query.post("/mcp", **_twice(request, "Mcp-Param-Region", second))
+    assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
+    sent = [r for r in sdk_upstream.requests[before:] if r.rpc_method == "tools/call"]
+    assert sent == []

@@ -399,3 +399,75 @@ def test_names_and_arguments_stay_out_of_logs_keys_and_urls(
         for header, value in seen.raw_headers:
             assert MARKER not in header and MARKER not in value
     assert MARKER not in repr(proxy.telemetry.counts)
+
+
+# -- text that is not Unicode, from the caller
+
+LONE_SURROGATE = st.builds(
+    lambda before, surrogate, after: before + surrogate + after,
+    st.text(max_size=4),  # hypothesis writes no surrogates itself: the one below stays lone
+    st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"]),
+    st.text(max_size=4),
+)
+# Where in a write, asked with progress, the caller's lone surrogate sits: ("value", path) replaces
+# the value there, ("key", path) adds a key holding one to the object there.
+SURROGATE_PLACES = [
+    ("value", ("id",)),
+    ("value", ("method",)),
+    ("key", ("params",)),
+    ("value", ("params", "name")),
+    ("key", ("params", "_meta")),
+    ("value", ("params", "_meta", "progressToken")),
+    ("value", ("params", "_meta", P.META_CLIENT_INFO, "name")),
+    ("key", ("params", "_meta", P.META_CLIENT_CAPABILITIES)),
+    ("value", ("params", "arguments", "name")),  # the upstream tool's name
+    ("key", ("params", "arguments", "arguments")),  # its arguments: a key...
+    ("value", ("params", "arguments", "arguments", "id")),  # ...or a value
+    ("value", ("params", "arguments", "arguments", "nested", "deep")),
+]
+
+
+def write_with_progress() -> dict[str, Any]:
+    request = valid_request("call_write_tool", {"name": "notes_delete", "arguments": {"id": 7}})
+    request["json"]["params"]["_meta"]["progressToken"] = "progress-1"
+    request["json"]["params"]["arguments"]["arguments"]["nested"] = {"deep": "x"}
+    return request
+
+
+def with_surrogate(message: dict, place: tuple[str, tuple[str, ...]], text: str) -> dict:
+    how, path = place
+    if how == "value":
+        return replaced(message, path, text)
+    target = json.loads(json.dumps(message))
+    for key in path:
+        target = target[key]
+    target[text] = "x"
+    return replaced(message, path, target)
+
+
+def test_the_write_the_surrogate_fuzz_starts_from_reaches_the_upstream(http, upstream):
+    since = len(upstream.upstream.requests)
+    request = write_with_progress()
+    check_answer(post(http, json.dumps(request["json"]).encode(), request["headers"]))
+    assert len(new_calls(upstream, since)) == 1  # so a refusal below is the surrogate's doing
+
+
+@FUZZ
+@given(place=st.sampled_from(SURROGATE_PLACES), text=LONE_SURROGATE, modern_era=st.booleans())
+def test_a_callers_lone_surrogate_is_refused_before_anything_is_sent(
+    http, upstream, logs, place, text, modern_era
+):
+    request = write_with_progress()
+    if not modern_era:  # the handshake era: no _meta version, no request-metadata headers
+        del request["json"]["params"]["_meta"][P.META_PROTOCOL_VERSION]
+        request["headers"] = {"Accept": "application/json, text/event-stream"}
+    message = with_surrogate(request["json"], place, text)
+    body = json.dumps(message).encode()  # ASCII: the surrogate travels as its JSON escape
+    since, logged = len(upstream.upstream.requests), len(logs.lines)
+    reply = post(http, body, request["headers"])
+    answer = check_answer(reply)
+    assert reply.status_code == 400 and answer["error"]["code"] == -32600, reply.text[:300]
+    assert "not Unicode" in answer["error"]["message"]
+    assert answer.get("id") == (message["id"] if place != ("value", ("id",)) else None)
+    assert upstream.upstream.requests[since:] == []  # nothing sent: not the call, not a listing
+    assert not [line for line in logs.lines[logged:] if "ERROR" in line or "Traceback" in line]

@@ -229,13 +229,17 @@ async def test_random_tokens_grow_neither_memory_nor_the_table(upstream, dynalit
         settings(upstream.url, catalog_memory_entries=16), shared=store(dynamo_table, dynalite.endpoint_url)
     )
     async with client_of(proxy) as client, asyncio.timeout(GUARD):
+        # Real callers, more than memory holds: memory stays at its bound (the table at its TTL).
+        await asyncio.gather(*(session(client, token) for token in TOKENS))
+        assert len(proxy.catalogs) == 16
+        listed = dynalite.scan(dynamo_table)
         # Tokens the upstream refuses: nothing is kept anywhere.
         bogus = [f"random-{secrets.token_hex(12)}" for _ in range(200)]
         replies = await asyncio.gather(*(post_as(client, t, "search_tools", {"query": "x"}) for t in bogus))
         assert {reply.status_code for reply in replies} == {401}
-        assert len(proxy.catalogs) == 0
-        assert dynalite.scan(dynamo_table) == []
-        # Real callers, more than memory holds: memory stays at its bound (the table at its TTL).
+        assert len(proxy.catalogs) == 16
+        assert dynalite.scan(dynamo_table) == listed
+        # Callers listed before are never held back by the strangers' refusals, in memory or not.
         await asyncio.gather(*(session(client, token) for token in TOKENS))
     assert len(proxy.catalogs) == 16
     assert proxy.catalogs._loading == {}  # no load left behind

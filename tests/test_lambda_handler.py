@@ -190,12 +190,12 @@ def test_warm_invocations_reuse_the_proxy_and_its_catalog(load_handler):
     key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
 
     invoke(module, "http-api-search-tools.json")
-    first = proxy.catalogs._memory[key].catalog
+    first = proxy.catalogs._memory.get(key).catalog
     invoke(module, "function-url-search-tools.json")
     invoke(module, "rest-api-search-tools.json")
 
     assert module.proxy is proxy
-    assert proxy.catalogs._memory[key].catalog is first
+    assert proxy.catalogs._memory.get(key).catalog is first
     assert proxy.telemetry.total("catalog", event="catalog_list_upstream") == 1
     assert proxy.telemetry.total("catalog", event="catalog_hit_memory") == 2
 
@@ -256,7 +256,7 @@ def test_a_background_refresh_left_pending_finishes_in_a_later_invocation(load_h
     module = load_handler(TOOLSEARCH_CATALOG_TTL="0")
     key = caller_key(DEMO_URL, event("http-api-search-tools.json")["headers"]["authorization"])
     invoke(module, "http-api-search-tools.json")
-    first = module.proxy.catalogs._memory[key].catalog
+    first = module.proxy.catalogs._memory.get(key).catalog
 
     response, _ = invoke(module, "http-api-search-tools.json")  # serves the stale one, refreshes behind
     left = module.loop.pending()
@@ -266,7 +266,7 @@ def test_a_background_refresh_left_pending_finishes_in_a_later_invocation(load_h
     assert response["statusCode"] == 200 and response_later["statusCode"] == 200
     assert module.loop.settle(timeout=30)
     assert all(task.done() and task.exception() is None for task in left)
-    assert module.proxy.catalogs._memory[key].catalog is not first
+    assert module.proxy.catalogs._memory.get(key).catalog is not first
     assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") >= 2
 
 
@@ -912,9 +912,126 @@ def test_a_sigv4_request_is_keyed_by_the_verified_principal_and_its_signature_ne
     assert seen and not any(value and "AWS4" in value for value in seen)  # the upstream saw none
 
 
+ROLE = "arn:aws:sts::123456789012:assumed-role/deployer"
+
+
+def unsigned(shape: str, arn: str | None) -> dict[str, Any]:
+    """An event with no Authorization header at all, and the principal an entry point verified."""
+    evt = signed(shape, "unused", arn)
+    del evt["headers"]["authorization"]
+    evt.get("multiValueHeaders", {}).pop("authorization", None)
+    return evt
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_session_of_one_assumed_role_is_one_caller(load_handler, shape):
+    from fixtures.hostile_upstream import running_hostile
+
+    # The session name is the signer's free choice: four names, one role, one caller.
+    sessions = [f"{ROLE}/{name}" for name in ("s1", "s2", "botocore-session-1764660000", "s1")]
+    other = "arn:aws:sts::123456789012:assumed-role/auditor/s1"  # another role: another caller
+    with running_hostile() as hostile:
+        module = load_handler(TOOLSEARCH_UPSTREAM=hostile.url)
+        outcomes = []
+        for number, arn in enumerate([*sessions, other]):
+            response, reply = invoke(module, signed(shape, f"sig{number}", arn))
+            assert response["statusCode"] == 200, reply
+            outcomes.append(reply["result"]["isError"])
+
+    assert len(module.proxy.catalogs) == 2
+    assert module.proxy.telemetry.total("catalog", event="catalog_list_upstream") == 2
+    assert outcomes == [False] * 5
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_principal_verified_without_a_sigv4_header_keeps_its_own_key(load_handler, shape):
+    from fixtures.hostile_upstream import running_hostile
+
+    with running_hostile() as hostile:
+        module = load_handler(TOOLSEARCH_UPSTREAM=hostile.url)
+        for evt in (unsigned(shape, ALICE_ARN), unsigned(shape, BOB_ARN), unsigned(shape, None)):
+            response, reply = invoke(module, evt)
+            assert response["statusCode"] == 200, reply
+        seen = list(hostile.upstream.authorizations)
+
+    # Alice, Bob and the anonymous caller: three keys, not one anonymous bucket for all.
+    assert len(module.proxy.catalogs) == 3
+    assert seen and not any(seen)  # nothing was forwarded for any of them
+
+
+@pytest.mark.parametrize(
+    ("arn", "keyed"),
+    [
+        (
+            "arn:aws:sts::123456789012:assumed-role/deployer/s1",
+            "arn:aws:sts::123456789012:assumed-role/deployer",
+        ),
+        (
+            "arn:aws-cn:sts::123456789012:assumed-role/ops/x@y.z",
+            "arn:aws-cn:sts::123456789012:assumed-role/ops",
+        ),
+        ("arn:aws:iam::123456789012:user/alice", "arn:aws:iam::123456789012:user/alice"),
+        ("arn:aws:iam::123456789012:role/path/bob", "arn:aws:iam::123456789012:role/path/bob"),
+        ("arn:aws:sts::123456789012:federated-user/carol", "arn:aws:sts::123456789012:federated-user/carol"),
+        ("arn:aws:iam::123456789012:root", "arn:aws:iam::123456789012:root"),
+        ("arn:aws:sts::123456789012:assumed-role/", "arn:aws:sts::123456789012:assumed-role/"),
+    ],
+)
+def test_what_is_keyed_of_a_verified_arn(arn, keyed):
+    from toolsearch.aws_iam import principal_of
+
+    assert principal_of(arn) == keyed
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_a_sigv4_request_no_entry_point_checked_is_refused(shared_handler, shape):
     # A stack with AuthType NONE (or a forged header): nobody verified the signature.
     response, reply = invoke(shared_handler, signed(shape, "forged", None))
     assert response["statusCode"] == 401
     assert "FunctionUrlAuthType=AWS_IAM" in reply["error"]["message"]
+
+
+# -- a progress stream and its response fit the response Lambda serialises, whatever they carry
+
+CONTROLS = "".join(chr(c) for c in range(1, 32) if chr(c) not in "\n\r") * 20  # \u00XX: 7 bytes each
+STREAM_RESULTS = {
+    "plain_text": {"content": [{"type": "text", "text": "a" * 6_000_000}]},
+    "control_characters": {"content": [{"type": "text", "text": CONTROLS * 1_700}]},  # 5.9 MB as JSON
+    "quotes": {"content": [{"type": "text", "text": '"\\' * 1_450_000}]},
+    "an_error": {"content": [{"type": "text", "text": "failed: " + CONTROLS * 1_700}], "isError": True},
+}
+
+
+def streamed_blob_call(token: str) -> dict[str, Any]:
+    evt = blob_call()
+    body = request_body(evt)
+    body["params"]["_meta"]["progressToken"] = token
+    return with_body(evt, body, **{"mcp-name": "call_read_tool"})
+
+
+@pytest.mark.parametrize("runtime", [PY313, "AWS_Lambda_python3.11"])
+@pytest.mark.parametrize("kind", sorted(STREAM_RESULTS))
+def test_progress_full_of_control_characters_and_a_result_at_the_limit_fit_the_lambda_response(
+    load_handler, result_upstream, monkeypatch, runtime, kind
+):
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    from toolsearch.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS
+
+    upstream, url = result_upstream
+    upstream.result = STREAM_RESULTS[kind]
+    upstream.progress = [CONTROLS[:MAX_MESSAGE_CHARS]] * MAX_RELAYED  # the most a relay passes on
+    token = ("\x1b" * MAX_TOKEN_CHARS)[:MAX_TOKEN_CHARS]  # the caller's token comes back in every event
+    module = load_handler(
+        TOOLSEARCH_UPSTREAM=url, AWS_EXECUTION_ENV=runtime, TOOLSEARCH_MAX_RESULT_BYTES="6000000"
+    )
+
+    response = module.handler(streamed_blob_call(token), FakeContext())
+
+    assert response["statusCode"] == 200
+    monkeypatch.setenv("AWS_EXECUTION_ENV", runtime)
+    assert len(to_json(response).encode()) <= LAMBDA_RESPONSE_BYTES
+    events = [json.loads(e.data) for e in SSEParser(max_event_chars=10_000_000).feed(response["body"])]
+    *notes, final = events
+    assert len(notes) == MAX_RELAYED and all(n["params"]["progressToken"] == token for n in notes)
+    assert "it was cut" in final["result"]["content"][-1]["text"]

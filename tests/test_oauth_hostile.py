@@ -21,6 +21,7 @@ import httpx
 import jwt
 import pytest
 
+from fixtures.aws_endpoint import AwsRefusal, aws_environment, silent_endpoint
 from fixtures.logs import capture_logs
 from fixtures.mcp_wire import call, modern
 from fixtures.oauth_world import IssuerServer, authorization_server, resource_server, served_late
@@ -309,3 +310,48 @@ async def test_exchange_mode_logs_no_token_and_no_secret():
 def test_the_client_secret_stays_out_of_the_settings_repr():
     settings = Settings(oauth_client_secret="hunter2-" + secrets.token_hex(4))
     assert settings.oauth_client_secret not in repr(settings)
+
+
+SECRET_ARN = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:toolsearch-client-AbCdEf"
+
+
+@contextlib.contextmanager
+def unreadable_secret(monkeypatch: pytest.MonkeyPatch, aws_mode: str) -> Iterator[Any]:
+    """AWS as the proxy's real botocore client meets it: refusing the read (400) or never answering."""
+    if aws_mode == "refuses":
+        aws = AwsRefusal()
+        with serve_in_thread(aws) as url:
+            aws_environment(monkeypatch, url)
+            yield lambda: aws.hits
+    else:
+        with silent_endpoint() as silent:
+            aws_environment(monkeypatch, silent.url)
+            yield lambda: silent.accepted
+
+
+@pytest.mark.parametrize("aws_mode", ["refuses", "silent"])
+@pytest.mark.parametrize("introspect", [True, False], ids=["introspection", "jwt"])
+async def test_an_unreadable_client_secret_is_a_503_naming_no_arn_read_once_not_per_request(
+    monkeypatch, aws_mode, introspect
+):
+    no_secret = {"oauth_client_secret": "", "oauth_client_secret_arn": SECRET_ARN}
+    with (
+        unreadable_secret(monkeypatch, aws_mode) as reads,
+        exchange_proxy(introspect=introspect, **no_secret) as setup,
+        capture_logs() as logs,
+    ):
+        # Introspection: made-up tokens, which need the secret to be checked at all; JWT: a good token,
+        # which needs it to be exchanged.
+        tokens = [f"made-up-{n}" if introspect else setup.token() for n in range(12)]
+        async with setup.http, asyncio.timeout(GUARD):
+            replies = await asyncio.gather(*(post(setup, token) for token in tokens))
+            replies.append(await post(setup, tokens[0], call("search_tools", {"query": "tickets"})))
+        for reply in replies:
+            assert reply.status_code == 503, reply.text
+            assert reply.headers["retry-after"].isdigit()
+            assert "client secret could not be read" in reply.json()["error"]["message"]
+            for part in ("123456789012", "toolsearch-client", "eu-west-1", "arn:"):
+                assert part not in reply.text and part not in str(reply.headers)
+        assert reads() < len(replies) / 2, "the secret was read again for each request"
+        assert setup.issuer.exchanges == 0 and setup.hostile.hits.get("/introspect", 0) == 0
+    assert SECRET_ARN in logs.text(), "the operator's log does not say which secret failed"

@@ -80,3 +80,28 @@ def test_a_lone_surrogate_is_written_as_a_replacement_of_the_same_size():
     value = {"text": "a\ud800b"}
     assert json.loads(JsonAnswer(value).body) == {"text": "a\ufffdb"}
     assert ResponseSize.local().of(value) == len(JsonAnswer(value).body)
+
+
+@pytest.mark.parametrize("execution_env", RUNTIMES)
+@settings(max_examples=60, deadline=None)
+@given(messages=st.lists(st.text(max_size=60), min_size=1, max_size=5), token=st.text(max_size=20))
+def test_a_progress_stream_counts_its_events_as_the_runtime_writes_them(execution_env, messages, token):
+    import asyncio
+
+    from awslambdaric.lambda_runtime_marshaller import to_json
+
+    from toolsearch.progress import Progress
+    from toolsearch.streaming import EVENT_PREFIX, EVENT_SUFFIX, ProgressStream
+
+    async def stream_of() -> tuple[ProgressStream, bytes]:
+        stream = ProgressStream(token, ResponseSize.lambda_runtime(execution_env))
+        for step, message in enumerate(messages, 1):
+            await stream.sink(Progress(step, None, message))
+        return stream, b"".join(stream._pending)
+
+    stream, events = asyncio.run(stream_of())
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("AWS_EXECUTION_ENV", execution_env)
+        body = events.decode() + EVENT_PREFIX + EVENT_SUFFIX  # and the framing of the response's event
+        written = len(to_json({"body": body}).encode()) - len(to_json({"body": ""}).encode())
+    assert stream.room_taken == written

@@ -85,6 +85,9 @@ def catalog_config(settings: Settings) -> CatalogConfig:
         # A listing takes at most upstream_timeout: the lease outlives one, with room to store it.
         lease_seconds=settings.upstream_timeout * 2,
         unauthorized_ttl=settings.unauthorized_ttl,
+        memory_per_caller=max(1, settings.catalog_memory_per_caller),
+        stranger_refusals=max(0, settings.stranger_refusals),
+        stranger_window=settings.stranger_window,
     )
 
 
@@ -140,6 +143,7 @@ def exchange_mode(
         settings.oauth_client_secret,
         secret_arn=settings.oauth_client_secret_arn,
         method=settings.oauth_client_auth,
+        wait=settings.oauth_timeout,
     )
     # The audience is the configured public URL, never one derived from a request's Host header:
     # a caller could otherwise name the audience its token happens to have.
@@ -172,7 +176,9 @@ def exchange_mode(
     )
     exchanger = TokenExchanger(exchange, http, credentials)
     remembered = RememberedExpiries(validator)
-    authenticator = ValidatingAuthenticator(upstream.url, oauth, remembered)
+    authenticator = ValidatingAuthenticator(
+        upstream.url, oauth, remembered, settings.oauth_issuer, ready=credentials.secret
+    )
     return authenticator, ExchangingUpstream(
         upstream, exchanger, upstream_resource, expires_at=remembered.expires_at
     )
@@ -205,7 +211,7 @@ def build_proxy(
         servers = (settings.oauth_issuer,)  # the server that issues the tokens the proxy accepts
     oauth_config = OAuthConfig(settings.public_url, servers, settings.oauth_metadata_timeout)
     oauth = ProtectedResource(oauth_config, upstream_url, upstream.http)
-    accepted = AcceptedAudiences()
+    accepted = AcceptedAudiences(resource_of(settings.public_url) if settings.public_url else None)
     authenticator: CallerAuthenticator
     source: ExchangingUpstream | WitnessingUpstream
     if settings.auth_mode == "exchange":

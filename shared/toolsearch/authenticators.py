@@ -10,10 +10,12 @@ header, so a catalog is kept per token the caller holds.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from starlette.requests import Request
 
+from .auth.client_credentials import SecretUnavailable
 from .auth.tokens import InvalidToken, TokenValidator, ValidationUnavailable
 from .aws_iam import is_sigv4, verified_principal
 from .callers import Caller
@@ -48,10 +50,22 @@ class ValidatingAuthenticator:
 
     forwards = False
 
-    def __init__(self, upstream_url: str, oauth: ProtectedResource, validator: TokenValidator) -> None:
+    def __init__(
+        self,
+        upstream_url: str,
+        oauth: ProtectedResource,
+        validator: TokenValidator,
+        issuer: str = "",
+        *,
+        ready: Callable[[], Awaitable[object]] | None = None,
+    ) -> None:
         self._upstream_url = upstream_url
         self._oauth = oauth
         self._validator = validator
+        self._issuer = issuer
+        # What an admitted caller's requests need (the proxy's client secret): without it nothing can
+        # be exchanged, so the caller is told 503 here rather than a failure per tool.
+        self._ready = ready
 
     async def caller(self, request: Request) -> Caller:
         caller = read_caller(request, self._upstream_url, self._oauth)
@@ -62,17 +76,21 @@ class ValidatingAuthenticator:
             why = "this server takes Bearer tokens only"
             raise self._unauthorized(request, f"The token was refused: {why}.", why, "invalid_request")
         try:
-            await self._validator.validate(token)
+            valid = await self._validator.validate(token)
         except InvalidToken as exc:
             raise self._unauthorized(request, f"The token was refused: {exc}.", str(exc)) from None
         except ValidationUnavailable as exc:
-            raise HttpRefusal(
-                503,
-                "auth_unavailable",
-                f"The token could not be checked just now: {exc}. Try again shortly.",
-                {"Retry-After": str(RETRY_VALIDATION)},
-                code=-32000,
-            ) from None
+            why = f"The token could not be checked just now: {exc}. Try again shortly."
+            raise _unavailable(why) from None
+        if self._ready is not None:
+            try:
+                await self._ready()
+            except SecretUnavailable as exc:
+                raise _unavailable(
+                    f"The proxy cannot act for you just now: {exc}. Try again shortly."
+                ) from None
+        if valid.subject:  # verified: one person, whatever token they signed in with (fair use)
+            return caller.verified_as(self._upstream_url, self._issuer, valid.subject)
         return caller
 
     def _unauthorized(
@@ -81,6 +99,11 @@ class ValidatingAuthenticator:
         params = {"error": error, "error_description": description} if description else {}
         challenge = self._oauth.challenge_with(request, params)
         return HttpRefusal(401, "unauthorized", message, {"WWW-Authenticate": challenge}, code=-32000)
+
+
+def _unavailable(message: str) -> HttpRefusal:
+    # The reasons come from the auth package: they name no ARN, token or secret (the log has the ARN).
+    return HttpRefusal(503, "auth_unavailable", message, {"Retry-After": str(RETRY_VALIDATION)}, code=-32000)
 
 
 def _signed_by_aws(request: Request, upstream_url: str) -> Caller:
@@ -106,6 +129,12 @@ def read_caller(request: Request, upstream_url: str, oauth: ProtectedResource) -
     values = request.headers.getlist("authorization")
     if len(values) == 1 and is_sigv4(values[0]):
         return _signed_by_aws(request, upstream_url)
+    if not values:
+        # Verified without a SigV4 header (a presigned URL's query string): still that principal,
+        # not the anonymous caller every unsigned request shares.
+        arn = verified_principal(request.scope)
+        if arn is not None:
+            return Caller.iam_principal(upstream_url, arn)
     try:
         return Caller.from_header(upstream_url, *values)
     except MalformedAuthorization as exc:

@@ -8,6 +8,11 @@ make every request a new caller. So the proxy never forwards it, and keys the ca
 principal that API Gateway or Lambda verified and wrote into the event (`requestContext`), which a
 caller cannot forge: it is not a header. Without such a principal (a local server, a stack with
 `AuthType: NONE`) nobody checked the signature, and the request is refused.
+
+What is keyed is the principal, not the session: an assumed role's ARN names the session too
+(`arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION`), and the session name is the signer's free
+choice, so it is dropped and every session of one role is one caller. Any other ARN (an IAM user,
+a federated user, a root account) is keyed whole.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ def is_sigv4(authorization: str) -> bool:
 
 
 def verified_principal(scope: Mapping[str, Any]) -> str | None:
-    """The ARN of the IAM principal the entry point verified for this request, or None.
+    """The IAM principal the entry point verified for this request (`principal_of` its ARN), or None.
 
     Read from the Lambda event Mangum puts in the ASGI scope: a function URL or an HTTP API
     (payload 2.0) writes `requestContext.authorizer.iam.userArn`, a REST API
@@ -40,5 +45,15 @@ def verified_principal(scope: Mapping[str, Any]) -> str | None:
     for holder in (iam, identity):
         arn = holder.get("userArn") if isinstance(holder, Mapping) else None
         if isinstance(arn, str) and arn.startswith("arn:"):
-            return arn
+            return principal_of(arn)
     return None
+
+
+def principal_of(arn: str) -> str:
+    """The principal an ARN names, as callers are keyed: an assumed role without its session name."""
+    parts = arn.split(":", 5)
+    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+        kind, role, *_session = parts[5].split("/")
+        if role:
+            return ":".join([*parts[:5], f"{kind}/{role}"])
+    return arn

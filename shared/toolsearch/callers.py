@@ -9,7 +9,7 @@ the token, which the proxy cannot do).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .credentials import read_authorization
 
@@ -32,6 +32,20 @@ def _key(upstream_url: str, identity: str) -> str:
 class Caller:
     authorization: str | None  # as forwarded upstream: checked and normalised, never the raw header
     key: str
+    subject: str | None = None  # exchange mode: a hash of the verified issuer and `sub`
+
+    @property
+    def party(self) -> str:
+        """Who fair use counts as one caller: the verified subject when there is one, else the key.
+
+        Every sign-in gives a person a new token (a new key); a subject the proxy verified is the
+        same person whatever token they hold.
+        """
+        return self.subject or self.key
+
+    def verified_as(self, upstream_url: str, issuer: str, subject: str) -> Caller:
+        """This caller, known as `subject` of `issuer` (both verified with the token)."""
+        return replace(self, subject=_key(upstream_url, f"\0subject\0{issuer}\0{subject}"))
 
     @classmethod
     def iam_principal(cls, upstream_url: str, arn: str) -> Caller:

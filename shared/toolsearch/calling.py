@@ -208,7 +208,7 @@ class UpstreamCalls:
         # One deadline for the wait for a slot and the call: the caller waits no longer than before.
         deadline = request_deadline.within(self._limits.upstream_timeout)
         try:
-            async with self._fair.turn(caller.key, deadline):
+            async with self._fair.turn(caller.party, deadline):  # a verified subject is one caller
                 with request_deadline.answer_by(deadline):
                     result = await self._upstream.call_tool(
                         caller.authorization, tool.definition, arguments, progress=progress

@@ -3,6 +3,14 @@
 The token comes from an environment variable, never from the command line, so it
 stays out of shell history and process lists. `--refresh` first asks the proxy
 to list the upstream again (POST /catalog/refresh).
+
+Everything printed comes from a server and the upstream behind it, so none of
+it reaches the terminal raw: control characters (C0, DEL, C1: escape sequences
+that could move the cursor or rewrite `WRITE` as `read`), format characters
+(bidi overrides among them), line separators and lone surrogates are printed as
+`\\uXXXX` escapes, which also keeps `--json` lines valid JSON. Paging is bounded
+as the proxy bounds its upstream's: at most MAX_PAGES pages, and a cursor seen
+before, or a page of no tools, ends the listing.
 """
 
 from __future__ import annotations
@@ -12,15 +20,34 @@ import json
 import os
 import shutil
 import sys
+import unicodedata
 from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TOKEN_ENV = "TOOLSEARCH_TOKEN"
 PAGE = 500
+MAX_PAGES = 200  # 100,000 tools: ten times the proxy's default max_catalog_tools
+_ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 
 class CatalogCliError(Exception):
     pass
+
+
+def printable(text: object) -> str:
+    """`text` safe for a terminal: each control, format or separator character as a `\\uXXXX` escape."""
+    text = text if isinstance(text, str) else str(text)
+    if text.isascii() and text.isprintable():
+        return text  # the usual case, without a look at each character
+    return "".join(_escape(ch) if unicodedata.category(ch) in _ESCAPED_CATEGORIES else ch for ch in text)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # astral (tag characters): a surrogate pair, as JSON writes it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +94,7 @@ def _check(reply: Any, token_env: str | None) -> dict[str, Any]:
         return body
     error = body.get("error") if isinstance(body, dict) else None
     given = error.get("message") if isinstance(error, dict) else None
-    message = given if isinstance(given, str) else f"HTTP {reply.status_code}"
+    message = printable(given) if isinstance(given, str) else f"HTTP {reply.status_code}"
     if reply.status_code == 401:
         message += f"; put a token in ${token_env or DEFAULT_TOKEN_ENV}"
     if reply.status_code == 404:
@@ -75,20 +102,44 @@ def _check(reply: Any, token_env: str | None) -> dict[str, Any]:
     raise CatalogCliError(f"{message} (HTTP {reply.status_code})")
 
 
-def fetch_catalog(http: Any, base: str, token_env: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every page of GET /catalog; the rows and the last page's body."""
-    rows: list[dict[str, Any]] = []
+class Listing:
+    """What GET /catalog gave: the rows, the last page's body, and why paging stopped early (or None)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.last: dict[str, Any] = {}
+        self.stopped: str | None = None
+
+
+def fetch_catalog(http: Any, base: str, token_env: str | None, max_pages: int = MAX_PAGES) -> Listing:
+    """The pages of GET /catalog, at most `max_pages`; a repeated cursor or an empty page ends them."""
+    listing = Listing()
     params: dict[str, str] = {"limit": str(PAGE)}
-    while True:
+    seen: set[str] = set()
+    for _ in range(max_pages):
         body = _check(http.get(base + "/catalog", params=params), token_env)
-        rows += body.get("tools", [])
+        listing.last = body
+        tools = body.get("tools")
+        page = [row for row in tools if isinstance(row, dict)] if isinstance(tools, list) else []
+        listing.rows += page
         cursor = body.get("nextCursor")
-        if not cursor:
-            return rows, body
+        if not isinstance(cursor, str) or not cursor:
+            return listing
+        if cursor in seen or not page:
+            listing.stopped = "the server repeated a page cursor" if page else "a page held no tools"
+            return listing
+        seen.add(cursor)
         params = {"limit": str(PAGE), "cursor": cursor}
+    listing.stopped = f"the server still offered more after {max_pages} pages"
+    return listing
 
 
 def render_table(rows: list[dict[str, Any]], width: int) -> str:
+    rows = [
+        {key: printable(row.get(key) or "") for key in ("name", "title", "description")}
+        | {"readOnly": row.get("readOnly") is True}
+        for row in rows
+    ]
     name_w = min(max((len(r["name"]) for r in rows), default=4), 48)
     title_w = min(max((len(r.get("title") or "") for r in rows), default=5), 28)
     lines = [f"{'NAME':<{name_w}}  MODE   {'TITLE':<{title_w}}  DESCRIPTION"]
@@ -113,14 +164,14 @@ def refresh(http: Any, base: str, token_env: str | None) -> str:
     """POST /catalog/refresh; what changed, in words. Rate-limited is not an error: the list follows."""
     reply = http.post(base + "/catalog/refresh")
     if reply.status_code == 429:
-        wait = reply.headers.get("retry-after", "a few")
+        wait = printable(reply.headers.get("retry-after", "a few"))
         return f"refreshed moments ago; listing the current catalog (retry in {wait} s)"
     body = _check(reply, token_env)
     if "added" not in body:
         return "refreshed from the upstream"
     changes = f"{len(body['added'])} added, {len(body['removed'])} removed"
-    changes += "".join(f"\n  + {name}" for name in body["added"])
-    changes += "".join(f"\n  - {name}" for name in body["removed"])
+    changes += "".join(f"\n  + {printable(name)}" for name in body["added"])
+    changes += "".join(f"\n  - {printable(name)}" for name in body["removed"])
     return f"refreshed from the upstream: {changes}"
 
 
@@ -134,22 +185,29 @@ def run_catalog(args: argparse.Namespace) -> int:
         with httpx.Client(headers=headers, timeout=60) as http:
             if args.refresh:
                 print(refresh(http, base, args.token_env), file=sys.stderr)
-            rows, last = fetch_catalog(http, base, args.token_env)
+            listing = fetch_catalog(http, base, args.token_env)
     except CatalogCliError as exc:
         print(f"toolsearch catalog: {exc}", file=sys.stderr)
         return 1
     except httpx.HTTPError as exc:
         print(f"toolsearch catalog: cannot reach {base}: {type(exc).__name__}", file=sys.stderr)
         return 1
+    rows = listing.rows
     if args.json:
         for row in rows:
-            print(json.dumps(row, ensure_ascii=False))
+            print(printable(json.dumps(row, ensure_ascii=False)))
     else:
         print(render_table(rows, shutil.get_terminal_size((120, 24)).columns))
     reads = sum(1 for row in rows if row.get("readOnly"))
     print(
         f"{len(rows)} tools ({reads} read-only, {len(rows) - reads} write), listed by the upstream at "
-        f"{last.get('fetchedAt', '?')}",
+        f"{printable(listing.last.get('fetchedAt', '?'))}",
         file=sys.stderr,
     )
+    if listing.stopped is not None:
+        print(
+            f"toolsearch catalog: stopped listing: {listing.stopped}; the list may be incomplete",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from . import deadline
 from .callers import Caller
 from .catalog import Catalog
+from .catalog_bounds import BoundedKeys, BoundedMap, StrangerGate, WarmCatalogs
 from .refusal import REFUSING_KINDS
 from .search import SearchIndex
 from .upstream import Listing, UpstreamError
@@ -49,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 MAX_RATE_LIMITED_HOLD = 900.0  # seconds at most a rate-limited listing is answered without the upstream
 MAX_HELD_REFUSALS = 4096  # refusals held at once (random tokens must not grow memory)
+MAX_MARKED_KEYS = 4096  # keys marked to list past the shared tier, or again before serving
+MAX_KNOWN_KEYS = 16384  # keys this process has held a catalog for (about 150 bytes each)
 _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
 
 
@@ -70,6 +73,9 @@ class CatalogConfig:
     read_tools: frozenset[str] = frozenset()  # read-only though the upstream does not say so
     lease_seconds: float = 60.0  # how long one environment may hold a key's listing lease
     unauthorized_ttl: float = 5.0  # seconds an anonymous 401 is answered again without the upstream
+    memory_per_caller: int = 8  # warm catalogs one party (a verified subject, else a key) may hold
+    stranger_refusals: int = 20  # never-seen tokens the upstream may refuse per window; 0: no bound
+    stranger_window: float = 60.0  # seconds of that window
 
 
 class CatalogSource(Protocol):
@@ -96,7 +102,8 @@ class SharedTier(Protocol):
     """Catalog bytes shared between processes (`cache.dynamo.DynamoSharedTier`), and their leases."""
 
     async def get(self, key: str) -> StoredCatalog | None: ...
-    async def put(self, key: str, data: bytes, fetched_at: float) -> None: ...
+    # False when a refusal recorded after `fetched_at` (the listing's start) forbids the copy.
+    async def put(self, key: str, data: bytes, fetched_at: float) -> bool | None: ...
     async def try_lease(self, key: str, holder: str, seconds: float) -> bool: ...
     async def release_lease(self, key: str, holder: str) -> None: ...
     async def forget(self, key: str, at: float) -> None: ...  # no copy listed before `at` is served
@@ -122,9 +129,19 @@ class CatalogStore:
         self._shared = shared
         self._clock = clock
         self._on_event = on_event or (lambda name: None)
-        self._memory: OrderedDict[str, IndexedCatalog] = OrderedDict()
-        self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}
-        self._forced: set[str] = set()  # keys whose next load skips the shared tier
+        self._memory: WarmCatalogs[IndexedCatalog] = WarmCatalogs(
+            config.memory_entries, config.memory_per_caller
+        )
+        self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}  # bounded by requests in flight
+        self._forced = BoundedKeys(MAX_MARKED_KEYS)  # keys whose next load skips the shared tier
+        # Keys whose held catalog is outdated (the upstream said so): listed again before serving,
+        # and served still while the upstream cannot list. True once such a listing has failed.
+        self._due: BoundedMap[bool] = BoundedMap(MAX_MARKED_KEYS)
+        # Keys this process held a catalog for: not strangers (their refusal may cost a write).
+        self._known = BoundedKeys(MAX_KNOWN_KEYS)
+        # When each key was refused (unix seconds): no listing begun before then is kept.
+        self._forgotten_at: BoundedMap[float] = BoundedMap(MAX_HELD_REFUSALS)
+        self._strangers = StrangerGate(config.stranger_refusals, config.stranger_window, clock)
         # Answers the upstream asked to stand for a while, by key: (until, the error). An anonymous
         # caller's 401, and a listing refused as rate-limited with a Retry-After.
         self._refused: OrderedDict[str, tuple[float, UpstreamError]] = OrderedDict()
@@ -138,7 +155,9 @@ class CatalogStore:
     async def get(self, caller: Caller) -> IndexedCatalog:
         entry = self._memory.get(caller.key)
         if entry is not None:
-            self._memory.move_to_end(caller.key)
+            self._memory.touch(caller.key)
+            if caller.key in self._due:
+                return await self._renewed(caller, entry)
             age = self._age(entry)
             if age < self._config.ttl:
                 self._on_event("catalog_hit_memory")
@@ -165,39 +184,73 @@ class CatalogStore:
             self._refresh_in_background(caller)  # a stale copy from the shared tier: served, and renewed
         return entry
 
+    async def _renewed(self, caller: Caller, held: IndexedCatalog) -> IndexedCatalog:
+        """A held catalog the upstream said is outdated: listed again first, once; while the upstream
+        cannot list, the held one is served (and renewed in the background). Only a refusal drops it."""
+        if self._due.get(caller.key):
+            self._on_event("catalog_stale_memory")
+            self._refresh_in_background(caller)
+            return held
+        try:
+            return await self._wait_in_time(self._single_flight(caller, background=False))
+        except UpstreamError as exc:
+            gone = self._memory.get(caller.key) is None or self._age(held) >= self._config.max_age
+            if exc.kind in REFUSING_KINDS or gone:
+                raise
+            self._due.set(caller.key, True)
+            self._on_event("catalog_held_in_outage")
+            return held
+
     def cached(self, key: str) -> IndexedCatalog | None:
         """The catalog held in memory for a key, if any, without loading or touching its age."""
         return self._memory.get(key)
 
     async def forget(self, key: str) -> None:
         """Drop a caller's catalog everywhere at once (memory and the shared tier): the upstream has
-        refused them, so nothing listed for their token may be served any more. The next request
-        lists again, and is refused or admitted by the upstream."""
-        # A copy may be in the shared tier only when this environment held one, or was told to list
-        # past the shared one (a refresh): a stranger's refused token costs no write.
-        held = self._memory.pop(key, None) is not None or key in self._forced
-        self._forced.add(key)  # should the shared tier not hear of it, this environment still lists
+        refused them, so nothing listed for their token may be served any more, nor kept when its
+        listing began before now. The next request lists again, refused or admitted by the upstream."""
+        # A copy may be in the shared tier only when this environment held one: a stranger's refused
+        # token costs no write (and is marked nowhere, so made-up tokens grow nothing).
+        held = self._memory.pop(key) is not None or key in self._known
+        self._due.discard(key)
         self._on_event("catalog_forgotten")
-        if self._shared is not None and held:
-            await self._shared.forget(key, self._clock())
+        if not held:
+            return
+        now = self._clock()
+        self._known.discard(key)
+        self._forgotten_at.set(key, now)
+        self._forced.add(key)  # should the shared tier not hear of it, this environment still lists
+        if self._shared is not None:
+            await self._shared.forget(key, now)
 
     def invalidate(self, key: str) -> None:
-        """Forget a caller's catalog, so the next request lists the upstream again.
+        """The caller's catalog is outdated: the next request lists the upstream again first.
 
-        The shared tier is skipped on that next load too: it may hold the same outdated list.
+        The held catalog stays, served while the upstream cannot list (an outage must not take a
+        working catalog away). The shared tier is skipped on that next load: it may hold the same
+        outdated list.
         """
-        self._memory.pop(key, None)
         self._forced.add(key)
+        if self._memory.get(key) is not None:
+            self._due.set(key, False)
 
     async def refresh(self, caller: Caller) -> IndexedCatalog:
-        """List the upstream again now, whatever the age of the cached catalog; store the result."""
+        """List the upstream again now, whatever the age of the cached catalog; store the result.
+
+        Should the listing fail, the held catalog goes on being served (unless the upstream refused
+        the caller) and is listed again on a later request."""
         self.invalidate(caller.key)
         running = self._loading.get(caller.key)
         if running is not None:
             # A load that started before this refresh may have read the old catalog: wait, then list.
             await asyncio.wait([running])  # not gather: cancelling this refresh must not cancel it
-            self._forced.add(caller.key)
-        return await self._wait_in_time(self._single_flight(caller, background=False))
+            self.invalidate(caller.key)
+        try:
+            return await self._wait_in_time(self._single_flight(caller, background=False))
+        except UpstreamError:
+            if caller.key in self._due:
+                self._due.set(caller.key, True)  # held, served stale, renewed in the background
+            raise
 
     async def _wait_in_time(self, load: Awaitable[IndexedCatalog]) -> IndexedCatalog:
         """Wait for a load until the request must be answered; the load itself goes on (shielded)."""
@@ -254,8 +307,19 @@ class CatalogStore:
         task.add_done_callback(_log_failed_refresh)
 
     async def _single_flight(self, caller: Caller, background: bool) -> IndexedCatalog:
-        task = self._loading.get(caller.key) or self._start(caller, background)
+        task = self._loading.get(caller.key)
+        if task is None:
+            gated = self._strangers.refusal() if self._is_stranger(caller) else None
+            if gated is not None:
+                self._on_event("catalog_refused_stranger")
+                raise _copy_error(gated, retry_after=None)
+            task = self._start(caller, background)
         return await asyncio.shield(task)
+
+    def _is_stranger(self, caller: Caller) -> bool:
+        """A token this process never held a catalog for (an anonymous caller has its own reuse)."""
+        known = caller.key in self._known or self._memory.get(caller.key) is not None
+        return caller.authorization is not None and not known
 
     def _start(self, caller: Caller, background: bool) -> asyncio.Task[IndexedCatalog]:
         # Detached from the request's deadline: others may wait for this load, and it is worth
@@ -281,12 +345,19 @@ class CatalogStore:
             else:
                 entry = await self._load_shared(caller)
         except UpstreamError as exc:
+            if exc.kind == "unauthorized" and self._is_stranger(caller):
+                self._strangers.refused(exc)
             if exc.kind in REFUSING_KINDS:
                 # Revoked, expired, no longer allowed: the stale copy must not go on answering searches.
                 await self.forget(caller.key)
             raise
+        if entry.catalog.fetched_at < (self._forgotten_at.get(caller.key) or float("-inf")):
+            # Its listing began before the upstream refused this caller: never served, never kept.
+            self._on_event("catalog_listed_before_refusal")
+            raise _listed_before_refusal()
         self._forced.discard(caller.key)  # only once listed: a failed listing leaves it forced
-        self._remember(caller.key, entry)
+        self._due.discard(caller.key)
+        self._remember(caller.key, caller.party, entry)
         logger.info(
             "catalog loaded",
             extra={"tools": len(entry.catalog), "ms": round((time.perf_counter() - started) * 1000, 1)},
@@ -372,6 +443,9 @@ class CatalogStore:
         (the read after taking the lease) counts no second miss for the same load."""
         assert self._shared is not None
         stored = await self._shared.get(key)
+        refused_at = self._forgotten_at.get(key)
+        if refused_at is not None and stored is not None and stored.fetched_at < refused_at:
+            stored = None  # listed before this process saw the caller refused: as good as absent
         if stored is None or self._clock() - stored.fetched_at >= self._config.max_age:
             if not recheck:
                 self._on_event("catalog_miss_shared")
@@ -393,17 +467,24 @@ class CatalogStore:
 
     async def _from_upstream(self, caller: Caller) -> IndexedCatalog:
         self._on_event("catalog_list_upstream")
+        # Stamped when the listing began: a refusal recorded while it ran is newer than this copy,
+        # so the copy can neither replace the tombstone nor be served after it.
+        began = self._clock()
         listing = await self._source.list_tools(caller.authorization)
         catalog = Catalog.from_definitions(
             listing.tools,
             instructions=listing.instructions,
-            fetched_at=self._clock(),
+            fetched_at=began,
             write_tools=self._config.write_tools,
             read_tools=self._config.read_tools,
         )
         entry = await self._index(catalog)
-        if self._shared is not None:
-            await self._shared.put(caller.key, catalog.to_json(), catalog.fetched_at)
+        shared = self._shared
+        if shared is not None and await shared.put(caller.key, catalog.to_json(), began) is False:
+            # Another environment recorded a refusal of this caller after this listing began.
+            self._on_event("catalog_listed_before_refusal")
+            self._forgotten_at.set(caller.key, self._clock())
+            raise _listed_before_refusal()
         return entry
 
     async def _index(self, catalog: Catalog) -> IndexedCatalog:
@@ -411,12 +492,18 @@ class CatalogStore:
         index = await asyncio.to_thread(self._indexer, catalog)
         return IndexedCatalog(catalog=catalog, index=index)
 
-    def _remember(self, key: str, entry: IndexedCatalog) -> None:
-        self._memory[key] = entry
-        self._memory.move_to_end(key)
-        while len(self._memory) > max(1, self._config.memory_entries):
-            self._memory.popitem(last=False)
+    def _remember(self, key: str, party: str, entry: IndexedCatalog) -> None:
+        self._known.add(key)
+        for _ in range(self._memory.put(key, party, entry)):
             self._on_event("catalog_evicted_memory")
+
+
+def _listed_before_refusal() -> UpstreamError:
+    return UpstreamError(
+        "unauthorized",
+        "the upstream refused this caller's token while its tools were being listed: sign in again",
+        status=401,
+    )
 
 
 def _copy_error(error: UpstreamError, *, retry_after: float | None) -> UpstreamError:

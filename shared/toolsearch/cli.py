@@ -23,7 +23,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .app import build_proxy
     from .logs import configure_logging
     from .search.embedder import load_configured_embedder
-    from .serving import uvicorn_options, with_cors
+    from .serving import served_app, uvicorn_options
 
     config = settings_module.from_args(args)
     if args.demo:
@@ -41,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    app = with_cors(proxy.app, config.allowed_origins)
+    app = served_app(proxy.app, config)
     uvicorn.run(app, host=config.host, port=config.port, **uvicorn_options(config))
     return 0
 

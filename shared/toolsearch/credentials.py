@@ -15,6 +15,8 @@ with a clear error naming the header, before anything reaches the upstream.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 
@@ -89,7 +91,26 @@ def read_authorization(*values: str) -> Credentials:
     identity = canonical or scheme.lower()
     if rest is None:
         return Credentials(forwarded, identity)
-    return Credentials(f"{forwarded} {rest}", f"{identity} {rest}")
+    token = _jwt_identity(rest) if canonical == "Bearer" else rest
+    return Credentials(f"{forwarded} {rest}", f"{identity} {token}")
+
+
+def _jwt_identity(token: str) -> str:
+    """A JWT's signature spelled one way, for the key only (the token is forwarded as sent).
+
+    PyJWT reads a signature with or without `=` padding, ignoring characters outside the alphabet
+    and unused trailing bits, and verifies it over the other two parts as sent; so only the
+    signature has other spellings of the same token. Anything else is keyed as it is.
+    """
+    parts = token.split(".")
+    if len(parts) != 3:
+        return token
+    signature = parts[2]
+    try:
+        raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))  # as PyJWT decodes
+    except (binascii.Error, ValueError):
+        return token
+    return f"{parts[0]}.{parts[1]}.{base64.urlsafe_b64encode(raw).rstrip(b'=').decode()}"
 
 
 def form_hint(*values: str) -> str | None:

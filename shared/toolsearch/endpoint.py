@@ -28,10 +28,10 @@ from . import protocol as P
 from . import tooldefs as T
 from .callers import Caller
 from .http_edge import HttpEdge, HttpRefusal
-from .jsonrpc import Envelope, parse
+from .jsonrpc import Envelope, holds_lone_surrogate, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
-from .progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS, ProgressSink, caller_token
+from .progress import ProgressSink, caller_token
 from .refusal import CallerRefused
 from .response_size import JsonAnswer, ResponseSize
 from .results import limit_result
@@ -41,9 +41,6 @@ from .telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
-# The most a progress stream's events can take before its response, serialised on Lambda: every
-# character of a message or token at most 4 bytes there (a quote: \" in the event, \\\" once more).
-PROGRESS_EVENTS_BYTES = MAX_RELAYED * (4 * (MAX_MESSAGE_CHARS + MAX_TOKEN_CHARS) + 300)
 # The proxy offers tools only, but declares empty prompts and resources (as a bare SDK server
 # does): clients that list them get an empty list with the caching hints of tools/list, and a
 # name or URI is unknown (-32602), rather than a method that is not there.
@@ -93,15 +90,16 @@ class McpEndpoint:
         streamed = False
         try:
             self._edge.check_origin(request)
-            message = parse(await self._read_body(request))
-            envelope = to_envelope(message)
+            body = await self._read_body(request)
+            message = parse(body)
+            envelope = to_envelope(message, body)
             method = envelope.method
             stream = self._progress_stream(request, envelope)
             if stream is None:
                 return await self._answer(request, envelope)
             streamed = True  # timed when its last event is out
             return await stream.answer(
-                self._answer(request, envelope, stream.sink),
+                self._answer(request, envelope, stream),
                 cancel_on_close=_is_modern(envelope),
                 on_end=lambda: self._time(started, method),
             )
@@ -113,22 +111,25 @@ class McpEndpoint:
                 self._time(started, method)
 
     async def _answer(
-        self, request: Request, envelope: Envelope, progress: ProgressSink | None = None
+        self, request: Request, envelope: Envelope, stream: ProgressStream | None = None
     ) -> Response:
         """The answer to a well-formed message; every failure is a JSON-RPC error response."""
         try:
             try:
-                result = await self._dispatch(request, envelope, progress)
+                result = await self._dispatch(request, envelope, stream.sink if stream else None)
             except CallerRefused as refused:
                 raise await self._edge.refusal(request, refused) from refused
             if envelope.is_notification:
                 return Response(status_code=202)
-            return JsonAnswer(self._fitted(envelope, result, streamed=progress is not None))
+            return JsonAnswer(self._fitted(envelope, result, stream))
         except Exception as exc:
             return self._failure(envelope.id, envelope.method, exc)
 
     def _failure(self, request_id: Any, method: str, exc: Exception) -> Response:
-        request_id = request_id if P.is_valid_id(request_id) else None
+        # An id that cannot be written back (a lone surrogate: envelope() refused it) is not echoed.
+        request_id = (
+            request_id if P.is_valid_id(request_id) and not holds_lone_surrogate(request_id) else None
+        )
         if isinstance(exc, HttpRefusal):
             exc = P.RpcError(exc.code, exc.message, exc.data, http_status=exc.status, headers=exc.headers)
         if isinstance(exc, P.RpcError):
@@ -158,21 +159,24 @@ class McpEndpoint:
         token = caller_token(envelope.params)
         if token is None or not accepts_event_stream(request.headers.getlist("accept")):
             return None
-        return ProgressStream(token)
+        return ProgressStream(token, self._size)
 
-    def _fitted(self, env: Envelope, result: dict[str, Any], *, streamed: bool = False) -> dict[str, Any]:
+    def _fitted(
+        self, env: Envelope, result: dict[str, Any], stream: ProgressStream | None = None
+    ) -> dict[str, Any]:
         """The JSON-RPC response, measured as the answer carries it and kept within what one may hold.
 
         On Lambda that is the runtime's serialisation of the whole response (response_size.py): a tool
         result that would not fit is cut with a note; any other answer becomes an error, not a 502.
-        A response that ends a progress stream leaves room for the events sent before it.
+        A response that ends a progress stream fits in what its events left, measured the same way
+        (the call is over: no more progress comes after its response).
         """
         message = P.response(env.id, result)
         limit = self._size.limit
         if limit is None:
             return message
-        if streamed:
-            limit -= PROGRESS_EVENTS_BYTES
+        if stream is not None:
+            limit -= stream.room_taken
         total = self._size.of(message)
         if total <= limit:
             return message

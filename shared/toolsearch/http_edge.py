@@ -87,13 +87,13 @@ class HttpEdge:
             # An upstream that publishes no OAuth resource, or names the proxy's: signing in again is
             # the answer.
             return 401, refused.message, params
-        if self._accepted.accepted(ours):
+        if self._accepted.accepted(ours, published):
             return (
                 401,
                 refused.message,
                 params,
             )  # it takes the proxy's tokens: this one expired or was revoked
-        if issued_for_and_live(authorization, ours):
+        if issued_for_and_live(authorization, ours, published):
             why = (
                 f"The upstream refused this token, which was issued for this proxy ({ours}), and has"
                 " accepted no token issued for the proxy since it started: it most likely accepts only"

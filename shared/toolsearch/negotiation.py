@@ -5,7 +5,9 @@ method, the tool's name and any `x-mcp-header` parameters into headers, which
 must agree with the body (else HeaderMismatch, -32020). A request without
 `_meta` version is of the handshake era: its header names the version, and
 none at all means 2025-03-26. Every header is compared without the optional
-whitespace around it (RFC 9110 §5.5), whatever the server in front left there.
+whitespace around it (RFC 9110 §5.5), whatever the server in front left there,
+and a header compared with the body may come once only: with two values a
+gateway that reads the last one would route on what the body does not say.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ def negotiate(request: Request, env: Envelope) -> bool:
 
     Raises RpcError for a version the proxy does not speak or headers that do not match the body.
     """
-    header = _header(request.headers, "mcp-protocol-version")
+    header = _header(request.headers, "MCP-Protocol-Version")
     meta = env.params.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
     in_body = meta.get(P.META_PROTOCOL_VERSION)
@@ -52,14 +54,14 @@ def negotiate(request: Request, env: Envelope) -> bool:
 
 
 def _check_modern_headers(request: Request, env: Envelope, meta: Mapping[str, Any]) -> None:
-    method_header = _header(request.headers, "mcp-method")
+    method_header = _header(request.headers, "Mcp-Method")
     if method_header is None:
         raise _mismatch("the Mcp-Method header is missing")
     if method_header != env.method:
         raise _mismatch(f"Mcp-Method {method_header!r} does not match the body's method {env.method!r}")
     if env.method in ("tools/call", "resources/read", "prompts/get"):
         body_name = env.params.get("name") if env.method != "resources/read" else env.params.get("uri")
-        raw = request.headers.get("mcp-name")
+        raw = _header(request.headers, "Mcp-Name", strip=False)
         if raw is None:
             raise _mismatch("the Mcp-Name header is missing")
         decoded = P.decode_header_value(raw)
@@ -83,7 +85,7 @@ def check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapp
         field = param_headers.PARAM_PREFIX + param.header
         mirrored = param_headers.mirror((param,), arguments).get(field)
         expected = P.decode_header_value(mirrored) if mirrored is not None else None
-        raw = headers.get(field)
+        raw = _header(headers, field, strip=False)
         if raw is None:
             if expected is not None:
                 raise _mismatch(f"the {field} header is missing")
@@ -95,9 +97,16 @@ def check_param_headers(schema: Any, arguments: Mapping[str, Any], headers: Mapp
             raise _mismatch(f"{field} does not match the body's {'.'.join(param.path)}")
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    return value.strip(P.HEADER_OWS) if value is not None else None
+def _header(headers: Mapping[str, str], name: str, *, strip: bool = True) -> str | None:
+    """The header's one value (without the whitespace around it unless `strip` is False), or None;
+    a mismatch when it comes more than once."""
+    getlist = getattr(headers, "getlist", None)  # Starlette's Headers keep every value
+    values = getlist(name) if getlist is not None else [v for v in (headers.get(name),) if v is not None]
+    if len(values) > 1:
+        raise _mismatch(f"the {name} header comes more than once")
+    if not values:
+        return None
+    return values[0].strip(P.HEADER_OWS) if strip else values[0]
 
 
 def _same_value(kind: str, received: str, expected: str) -> bool:

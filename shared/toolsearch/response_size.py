@@ -72,6 +72,12 @@ class ResponseSize:
             limit=LAMBDA_RESPONSE_BYTES - LAMBDA_ENVELOPE_BYTES, serialised_again=True, ascii_only=not utf8
         )
 
+    def of_text(self, text: str) -> int:
+        """Bytes `text` adds when written into the body as it is (an SSE event's framing), not as JSON."""
+        if not self.serialised_again:
+            return len(text.encode("utf-8", "surrogatepass"))
+        return len(json.dumps(text, ensure_ascii=self.ascii_only)) - 2  # escaped as the runtime does
+
     def of(self, value: Any) -> int:
         """Bytes `value` adds to the answer when written into the body."""
         text = body_text(value)

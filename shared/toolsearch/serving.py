@@ -21,6 +21,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from .host_check import with_host_check
 from .settings import Settings
 
 # Written straight to the socket: h11 cannot send a response to a request it has not parsed.
@@ -104,6 +105,13 @@ def with_cors(app: ASGIApp, allowed_origins: Sequence[str]) -> ASGIApp:
         allow_credentials=False,
         max_age=600,
     )
+
+
+def served_app(app: ASGIApp, settings: Settings) -> ASGIApp:
+    """`app` as `toolsearch serve` serves it: the Host checked first (every route, preflights
+    included), then browsers' CORS preflights answered."""
+    cors = with_cors(app, settings.allowed_origins)
+    return with_host_check(cors, settings.host, settings.port, settings.allowed_hosts)
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:

@@ -59,9 +59,23 @@ class Settings:
         5.0,
         "Seconds a request without Authorization whose tool listing the upstream refused with 401 "
         "gets that 401 again without the upstream being asked (clients send several before they sign "
-        "in). A request with a token is always asked. 0 asks the upstream every time.",
+        "in). A request with a token is asked, within `stranger_refusals`. 0 asks the upstream "
+        "every time.",
         "Upstream",
         metavar="SECONDS",
+    )
+    stranger_refusals: int = _setting(
+        20,
+        "Tokens this process never held a catalog for that the upstream may refuse (401) within "
+        "`stranger_window`; past them, such tokens get the last refusal again, challenge and all, "
+        "without the upstream being asked, until the window ends, so made-up tokens cannot become a "
+        "flood of listings from the proxy's address. Callers with a catalog are never held back. "
+        "0: no bound.",
+        "Upstream",
+        metavar="N",
+    )
+    stranger_window: float = _setting(
+        60.0, "Seconds of the window `stranger_refusals` counts in.", "Upstream", metavar="SECONDS"
     )
     list_retries: int = _setting(
         2,
@@ -148,6 +162,14 @@ class Settings:
     )
     catalog_memory_entries: int = _setting(
         256, "Most catalogs kept in warm memory (least recently used go first).", "Catalog", metavar="N"
+    )
+    catalog_memory_per_caller: int = _setting(
+        8,
+        "Most of those one caller may hold: in exchange mode one verified subject (issuer and sub), "
+        "whatever tokens it signs in with; else one Authorization. Past it the caller's own oldest "
+        "goes, never another caller's.",
+        "Catalog",
+        metavar="N",
     )
     write_tools: list[str] = _setting(
         [],
@@ -251,6 +273,15 @@ class Settings:
         "get 403. Requests without Origin are allowed. `*` allows all.",
         "Server",
         metavar="ORIGINS",
+    )
+    allowed_hosts: list[str] = _setting(
+        [],
+        "`serve` only, against DNS rebinding: comma-separated Host values (`name` or `name:port`) answered "
+        "besides the server's own. Bound to a loopback address, `serve` answers only 127.0.0.1, localhost "
+        "and [::1] with its port, and these; any other Host gets 421 on every route. Bound elsewhere, "
+        "empty means any Host. `*` allows all. Not checked on Lambda (the Host is the gateway's).",
+        "Server",
+        metavar="HOSTS",
     )
     api_gateway_timeout: float = _setting(
         29.0,

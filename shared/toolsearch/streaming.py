@@ -14,7 +14,11 @@ Closing the stream cancels the call in the 2026-07-28 era, where that is what
 closing means. In the handshake era it does not (there a disconnect is not a
 cancellation), so the call runs to its end unobserved, as a call answered with
 JSON does. Under Lambda's buffered mode the events are collected into one
-body, which is still a valid SSE answer.
+body, which is still a valid SSE answer, and one Lambda limits: so the stream
+counts what each event takes as the answer is measured (`ResponseSize`: on
+Lambda, as the runtime serialises the body, where a control character of a
+message, `\\u001b` in the event, takes 7 bytes), and the response that ends it
+is fitted into what the events left.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from starlette.responses import Response, StreamingResponse
 
 from .progress import Progress
+from .response_size import ResponseSize
 
 MEDIA_TYPE = "text/event-stream"
 # As the spec asks of an SSE answer: no caching, and no buffering by a reverse proxy (nginx).
@@ -56,24 +61,36 @@ def _refuses(param: str) -> bool:
         return False
 
 
+EVENT_PREFIX, EVENT_SUFFIX = "event: message\ndata: ", "\n\n"
+
+
 def event(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message as one SSE event (JSON text holds no raw line break)."""
     data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return b"event: message\ndata: " + data.encode() + b"\n\n"
+    return (EVENT_PREFIX + data + EVENT_SUFFIX).encode()
 
 
 class ProgressStream:
     """One request's progress events, and the choice between a JSON and an SSE answer."""
 
-    def __init__(self, token: str | int) -> None:
+    def __init__(self, token: str | int, size: ResponseSize | None = None) -> None:
         self.token = token  # the caller's own: every event carries it back
+        self._size = size or ResponseSize.local()
+        self._framing = self._size.of_text(EVENT_PREFIX + EVENT_SUFFIX)
         self._pending: deque[bytes] = deque()
         self._arrived = asyncio.Event()
+        self.sent_bytes = 0  # what the progress events take of the answer, measured as it is limited
+
+    @property
+    def room_taken(self) -> int:
+        """What the answer holds besides its response: the events so far and the last one's framing."""
+        return self.sent_bytes + self._framing
 
     async def sink(self, progress: Progress) -> None:
         """The `ProgressSink` of this request. Never blocks: the relay bounds how many come."""
         note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress.params(self.token)}
         self._pending.append(event(note))
+        self.sent_bytes += self._size.of(note) + self._framing
         self._arrived.set()
 
     async def answer(
@@ -114,7 +131,7 @@ class ProgressStream:
                 await self._next(task)
             body = bytes(task.result().body)
             if body:
-                yield b"event: message\ndata: " + body + b"\n\n"  # a JSONResponse body is one line
+                yield EVENT_PREFIX.encode() + body + EVENT_SUFFIX.encode()  # a JSON body is one line
         finally:
             if not task.done():
                 _let_go(task, cancel=cancel_on_close)

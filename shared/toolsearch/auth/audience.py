@@ -4,9 +4,9 @@ In forwarding mode the proxy's metadata names the proxy as the resource, so a
 client that follows the MCP authorization spec asks for a token whose audience
 is the proxy. An upstream that checks audiences refuses every such token, and
 signing in again gets the same kind of token. The unverified claims of a JWT say
-whose it is and whether it has expired; `AcceptedAudiences` remembers which
-audiences the upstream has accepted since the proxy started, so a revoked token
-at an upstream that does accept the proxy's audience is still told to sign in.
+whose it is and whether it has expired; `AcceptedAudiences` remembers whether
+the upstream has accepted the proxy's audience since the proxy started, so a
+revoked token at an upstream that does accept it is still told to sign in.
 None of this admits anybody: it only chooses the words and status of a refusal.
 """
 
@@ -20,9 +20,9 @@ from typing import Any
 
 from ..progress import ProgressSink
 from ..upstream import Listing, Upstream
-from .tokens import LEEWAY, MAX_TOKEN_CHARS, audiences
+from .tokens import LEEWAY, MAX_TOKEN_CHARS, seconds
 
-MAX_REMEMBERED = 16
+MAX_REMEMBERED = 32  # different audiences an upstream that checks them is taken to accept, at most
 
 
 def unverified_claims(authorization: str | None) -> dict[str, Any] | None:
@@ -50,34 +50,73 @@ def _audience_values(claims: Mapping[str, Any]) -> list[str]:
     return [value for value in values if isinstance(value, str)]
 
 
-def issued_for_and_live(authorization: str | None, resource: str) -> bool:
-    """Whether the Bearer JWT names `resource` in its audience and has not expired (unverified)."""
+def _named(claims: Mapping[str, Any] | None) -> frozenset[str]:
+    """The audiences a JWT's claims name, each without a trailing slash."""
+    return frozenset(value.rstrip("/") for value in _audience_values(claims)) if claims else frozenset()
+
+
+def issued_for_and_live(authorization: str | None, resource: str, upstream: str | None = None) -> bool:
+    """Whether the Bearer JWT names `resource` in its audience, not `upstream` (the upstream's own
+    resource: a token naming both is one the upstream takes), and has not expired (unverified)."""
     claims = unverified_claims(authorization)
     if claims is None:
         return False
-    expires = claims.get("exp")
-    if isinstance(expires, (int, float)) and expires + LEEWAY < time.time():
+    expires = seconds(claims.get("exp"))
+    if expires is not None and expires + LEEWAY < time.time():
         return False
-    accepted = audiences(resource)
-    return any(value in accepted for value in _audience_values(claims))
+    named = _named(claims)
+    return resource.rstrip("/") in named and (upstream is None or upstream.rstrip("/") not in named)
 
 
 class AcceptedAudiences:
-    """The audiences of JWTs the upstream accepted since the proxy started (at most a few)."""
+    """What the upstream has shown, since the proxy started, about the audiences it accepts.
 
-    def __init__(self) -> None:
+    Callers feed it (their tokens, their Host), so nothing one caller sends may make it wrong for
+    another, nor stop it learning; it learns only from tokens the upstream accepted.
+
+    With the proxy's `resource` known (`public_url`), the one question is whether the upstream
+    accepts tokens for the proxy that do not also name the upstream itself. What is kept is the
+    intersection of the other audiences of every accepted token naming the proxy: the upstream took
+    one without its own resource exactly when that resource is not in it. It only ever shrinks, by
+    the upstream's acceptances, so nothing can fill it; a strict upstream accepts no token without its
+    own resource, so no caller can shrink it past that.
+
+    Without `public_url` the proxy's resource is each request's own, so single-audience tokens are
+    kept by audience (a token naming several proves nothing about each: the upstream may have taken
+    it for its own); once the upstream has accepted more than `MAX_REMEMBERED` different ones it
+    evidently does not check audiences, and is taken to accept any (a strict upstream accepts tokens
+    for itself only, so no caller can get it there). Tokens naming the proxy and another audience
+    teach nothing then: set `public_url`.
+    """
+
+    def __init__(self, resource: str | None = None) -> None:
+        self._resource = resource.rstrip("/") if resource else None
+        self._others: frozenset[str] | None = None  # (public_url) of the accepted tokens naming it
         self._seen: set[str] = set()
+        self._any = False
 
     def note(self, authorization: str | None) -> None:
-        if len(self._seen) >= MAX_REMEMBERED:
+        """Note the audiences of a token the upstream has just accepted."""
+        named = _named(unverified_claims(authorization))
+        if self._resource is not None:
+            if self._resource in named:
+                others = named - {self._resource}
+                self._others = others if self._others is None else self._others & others
             return
-        claims = unverified_claims(authorization)
-        if claims is not None:
-            for value in _audience_values(claims)[:MAX_REMEMBERED]:
-                self._seen.add(value.rstrip("/"))
+        if len(named) != 1 or self._any:
+            return
+        (audience,) = named
+        if audience not in self._seen and len(self._seen) >= MAX_REMEMBERED:
+            self._any = True
+            self._seen.clear()
+            return
+        self._seen.add(audience)
 
-    def accepted(self, resource: str) -> bool:
-        return resource.rstrip("/") in self._seen
+    def accepted(self, resource: str, upstream: str | None = None) -> bool:
+        """Whether the upstream has accepted a token for `resource` (not naming `upstream` too)."""
+        if self._resource is not None:
+            return self._others is not None and (upstream is None or upstream.rstrip("/") not in self._others)
+        return self._any or resource.rstrip("/") in self._seen
 
 
 class WitnessingUpstream:

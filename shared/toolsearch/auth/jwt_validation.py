@@ -10,7 +10,15 @@ import jwt
 
 from .http_json import AuthServerError
 from .jwks import ASYMMETRIC, KeySet
-from .tokens import LEEWAY, MAX_TOKEN_CHARS, InvalidToken, ValidationUnavailable, ValidToken, audiences
+from .tokens import (
+    LEEWAY,
+    MAX_TOKEN_CHARS,
+    InvalidToken,
+    ValidationUnavailable,
+    ValidToken,
+    audiences,
+    seconds,
+)
 
 
 class JwtValidator:
@@ -29,9 +37,12 @@ class JwtValidator:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
             raise InvalidToken("the token is not a JWT this server can validate") from None
+        # Header fields are the caller's JSON: a list or an object is no algorithm (and unhashable).
         algorithm, kid = header.get("alg"), header.get("kid")
-        if algorithm not in ASYMMETRIC or not (kid is None or isinstance(kid, str)):
+        if not isinstance(algorithm, str) or algorithm not in ASYMMETRIC:
             raise InvalidToken("the token is not signed with an algorithm this server accepts")
+        if not (kid is None or isinstance(kid, str)):
+            raise InvalidToken("the token's key id (kid) is not a string")
         try:
             key = await self._keys.key(kid)
         except AuthServerError as exc:
@@ -63,7 +74,7 @@ class JwtValidator:
         except jwt.PyJWTError:
             raise InvalidToken("the token's signature does not verify") from None
         subject = claims.get("sub")
-        return ValidToken(subject if isinstance(subject, str) else None, float(claims["exp"]))
+        return ValidToken(subject if isinstance(subject, str) else None, seconds(claims["exp"]))
 
     def _wrong_audience(self) -> str:
         return f"the token was not issued for this server: its audience must be {self._resource}"

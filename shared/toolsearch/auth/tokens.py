@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -59,6 +60,21 @@ def audiences(resource: str) -> list[str]:
     """The spellings of the proxy's resource a token's audience may carry (a trailing slash aside)."""
     bare = resource.rstrip("/")
     return [bare, bare + "/"]
+
+
+def seconds(value: Any) -> float | None:
+    """A time claim (`exp`) as unix seconds; None when it is no number (a bool, NaN, a string...).
+
+    Claims are JSON someone else wrote: an integer of hundreds of digits cannot become a float (it is
+    taken as never), and arithmetic on it must not raise.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+    return None if math.isnan(number) else number
 
 
 def _names_audience(claim: Any, accepted: Iterable[str]) -> bool:
@@ -140,13 +156,9 @@ class IntrospectionValidator:
             return f"the token was not issued by {self._issuer}"
         if not _names_audience(body.get("aud"), self._audiences):
             return f"the token was not issued for this server: its audience must be {self._resource}"
-        expires = body.get("exp")
-        if isinstance(expires, (int, float)) and not isinstance(expires, bool):
-            if expires + LEEWAY < self._clock():
-                return "the token has expired"
-            expires_at: float | None = float(expires)
-        else:
-            expires_at = None
+        expires_at = seconds(body.get("exp"))
+        if expires_at is not None and expires_at + LEEWAY < self._clock():
+            return "the token has expired"
         subject = body.get("sub")
         return ValidToken(subject if isinstance(subject, str) else None, expires_at)
 

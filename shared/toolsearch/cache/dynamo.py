@@ -11,7 +11,7 @@ because DynamoDB deletes expired items late and dynalite never does):
   head   pk=<key>                   kind="head", version (S, random hex), codec ("zlib"|"lzma"),
                                     chunks (N; 0 when the data is inline), data (B; inline only),
                                     sha256 (S, hex of the compressed bytes), size (N, bytes before
-                                    compression), fetched_at (N)
+                                    compression), fetched_at (N: when the listing began)
   chunk  pk=<key>#v#<version>#<n>   kind="chunk", data (B; part n of the compressed bytes)
   lease  pk=<key>#lease             kind="lease", holder (S)
   gone   pk=<key>                   kind="forgotten", fetched_at (N): the upstream refused the caller at
@@ -158,9 +158,13 @@ class DynamoSharedTier:
         _check_key(key)
         return await asyncio.to_thread(self._guarded, "get", key, None, self._get, key)
 
-    async def put(self, key: str, data: bytes, fetched_at: float) -> None:
+    async def put(self, key: str, data: bytes, fetched_at: float) -> bool | None:
+        """Store a catalog listed from `fetched_at` (when its listing began). False when a refusal
+        recorded after that forbids it (the tombstone stays); None when the table could not be asked."""
         _check_key(key)
-        await asyncio.to_thread(self._guarded, "put", key, None, self._put, key, bytes(data), fetched_at)
+        return await asyncio.to_thread(
+            self._guarded, "put", key, None, self._put, key, bytes(data), fetched_at
+        )
 
     async def try_lease(self, key: str, holder: str, seconds: float) -> bool:
         """True when `holder` may refresh `key` for `seconds` (it already held it, or nobody does).
@@ -274,7 +278,7 @@ class DynamoSharedTier:
                 pending = [k["pk"]["S"] for k in unprocessed] + pending
         return [parts[n] for n in range(chunks)]
 
-    def _put(self, key: str, data: bytes, fetched_at: float) -> None:
+    def _put(self, key: str, data: bytes, fetched_at: float) -> bool:
         blob = _compress(data, self.codec)
         chunk_count = 0 if len(blob) <= self.chunk_bytes else math.ceil(len(blob) / self.chunk_bytes)
         if chunk_count > self.max_chunks:
@@ -282,7 +286,7 @@ class DynamoSharedTier:
             logger.warning(
                 "dynamo put %s…: catalog too large to share (%d bytes compressed)", key[:8], len(blob)
             )
-            return
+            return True
         client = self._client_or_make()
         expires_at = {"N": str(math.ceil(self._clock() + self.ttl_seconds))}
         version = secrets.token_hex(8)
@@ -319,9 +323,23 @@ class DynamoSharedTier:
         except Exception as exc:
             if _error_code(exc) != "ConditionalCheckFailedException":
                 raise
-            self._event("dynamo_put_superseded")  # another environment stored a newer catalog
-            return
+            self._event("dynamo_put_superseded")  # a newer catalog, or a refusal since this one began
+            return not self._refused_since(client, key, fetched_at)
         self._event("dynamo_put")
+        return True
+
+    def _refused_since(self, client: Any, key: str, fetched_at: float) -> bool:
+        """Whether the head is a tombstone newer than a listing begun at `fetched_at` (read once a
+        put's condition failed, to tell a newer catalog from a refusal)."""
+        head = client.get_item(TableName=self.table_name, Key={"pk": {"S": key}}, ConsistentRead=True).get(
+            "Item"
+        )
+        if head is None or head.get("kind", {}).get("S") != "forgotten":
+            return False
+        try:
+            return float(head["fetched_at"]["N"]) > fetched_at
+        except (KeyError, TypeError, ValueError):
+            return False
 
     def _write_chunks(self, client: Any, key: str, version: str, blob: bytes, expires_at: dict) -> None:
         requests = [

@@ -17,9 +17,10 @@ import codecs
 import json
 import re
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -140,19 +141,25 @@ async def _read_sse(
     parser = SSEParser(max_event_chars=limit)
     size = 0
     try:
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            for event in parser.feed(decoder.decode(chunk)):
-                if event.type != "message":
-                    continue
-                message = _json_object(event.data.encode())
-                if message is None:
-                    raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
-                if message.get("id") == request_id and ("result" in message or "error" in message):
-                    return message, size
-                if progress is not None and message.get("method") == PROGRESS and "id" not in message:
-                    await progress.offer(message.get("params"))  # the relay checks token and params
-                # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
+        # Closed here, not left to the garbage collector: returning at the answer leaves the stream
+        # unread, and an unclosed generator's finaliser is a task no invocation would wait for.
+        chunks = cast(AsyncGenerator[bytes], response.aiter_bytes())  # typed an iterator; a generator
+        try:
+            async for chunk in chunks:
+                size += len(chunk)
+                for event in parser.feed(decoder.decode(chunk)):
+                    if event.type != "message":
+                        continue
+                    message = _json_object(event.data.encode())
+                    if message is None:
+                        raise UpstreamError("bad_response", "the upstream sent an SSE event that is not JSON")
+                    if message.get("id") == request_id and ("result" in message or "error" in message):
+                        return message, size
+                    if progress is not None and message.get("method") == PROGRESS and "id" not in message:
+                        await progress.offer(message.get("params"))  # the relay checks token and params
+                    # Anything else (log messages, requests we cannot answer, others' answers) is skipped.
+        finally:
+            await chunks.aclose()
     except EventTooLarge:
         raise _too_large(limit) from None
     raise UpstreamError("bad_response", "the upstream's event stream ended without an answer")
