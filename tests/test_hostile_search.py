@@ -54,28 +54,52 @@ async def test_search_tools_states_its_query_limit_in_its_schema():
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=proxy.app), base_url="http://t") as c:
         tools = (await c.post("/mcp", **modern("tools/list"))).json()["result"]["tools"]
 
-    schema = next(tool for tool in tools if tool["name"] == "search_tools")["inputSchema"]
-    assert schema["properties"]["query"]["maxLength"] == 120
-    assert schema["properties"]["queries"]["items"]["maxLength"] == 120
-    assert "120 characters" in schema["properties"]["query"]["description"]
+    search = next(tool for tool in tools if tool["name"] == "search_tools")
+    schema = search["inputSchema"]
+    # Not a maxLength: a client that checks it would refuse what the proxy searches on its start.
+    assert "maxLength" not in schema["properties"]["query"]
+    assert "maxLength" not in schema["properties"]["queries"]["items"]
+    assert (
+        "past 120 characters, only the first 120 are searched" in schema["properties"]["query"]["description"]
+    )
+    assert "note" in search["outputSchema"]["properties"]
+
+
+def searched(reply: httpx.Response) -> dict:
+    assert reply.status_code == 200
+    assert len(reply.content) < 200_000, f"{len(reply.content):,} bytes answered"
+    result = reply.json()["result"]
+    assert result["isError"] is False
+    return result["structuredContent"]
 
 
 @pytest.mark.parametrize("shape", ["query", "queries"])
-async def test_a_huge_query_is_refused_as_data_and_not_echoed(client, shape):
+async def test_a_huge_query_is_searched_on_its_start_said_so_and_not_echoed(client, shape):
     text = long_text(HUGE)
-    arguments = {"query": text} if shape == "query" else {"queries": [text] * 5}
+    arguments = {"query": text} if shape == "query" else {"queries": ["calendar", text]}
 
     reply = await client.post("/mcp", **call("search_tools", arguments))
 
-    error = refusal(reply)
-    assert f"{HUGE:,} characters; at most {LIMIT}" in error["message"]
-    assert long_text(1_000) not in reply.text  # quoted at most a few dozen characters
+    found = searched(reply)
+    tools = found["tools"] if shape == "query" else found["results"][1]["tools"]
+    assert tools and "invoice" in tools[0]["name"]  # found, as a short query finds it
+    assert found["note"].startswith("The query was" if shape == "query" else "Queries 2 were")
+    assert f"longer than {LIMIT} characters" in found["note"]
+    assert long_text(LIMIT + 50) not in reply.text  # at most the searched start is quoted back
+    if shape == "queries":
+        assert len(found["results"][1]["query"]) <= LIMIT and "note" in found
 
 
-async def test_a_query_one_character_over_the_limit_is_refused(client):
-    refusal(
-        await client.post("/mcp", **call("search_tools", {"queries": ["calendar", long_text(LIMIT + 1)]}))
-    )
+async def test_a_query_one_character_over_the_limit_is_cut_at_a_space(client):
+    text = long_text(LIMIT - 3) + " xyz"  # LIMIT + 1 characters, the last word past the limit
+    found = searched(await client.post("/mcp", **call("search_tools", {"queries": ["calendar", text]})))
+    assert found["results"][1]["query"] == long_text(LIMIT - 3).rstrip()
+    assert "Queries 2 were" in found["note"]
+
+
+async def test_a_query_at_the_limit_says_nothing_of_cutting(client):
+    found = searched(await client.post("/mcp", **call("search_tools", {"query": long_text(LIMIT)})))
+    assert "note" not in found
 
 
 @pytest.mark.parametrize(

@@ -222,7 +222,7 @@ def build_proxy(
     catalogs = CatalogStore(
         catalog_config(settings),
         source,
-        make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight)),
+        make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight), ranker=settings.ranker),
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )

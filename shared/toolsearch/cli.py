@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from . import settings as settings_module
@@ -67,15 +68,20 @@ def _eval(args: argparse.Namespace) -> int:
 
     config = settings_module.from_args(args)
     embedder = load_configured_embedder(config.embedder, config.model_dir)
-    fusions = {"hybrid": Fusion(lexical_weight=config.lexical_weight)}
+    fusions = {"fused": Fusion(lexical_weight=config.lexical_weight)}
     if args.fusion == "all":
         fusions = {
             "hybrid rrf": Fusion(method="rrf"),
             **{f"hybrid w={w:.1f}": Fusion(lexical_weight=w) for w in (0.2, 0.4, 0.6, 0.7, 0.8, 0.9)},
         }
-    figures = evaluation.evaluate(embedder, fusions)
     model = "no model" if embedder is None else f"model {config.model_dir or 'default'} ({embedder.dim} dims)"
-    print(f"evaluation set, {model}")
+    if args.bench in ("public", "all"):
+        status = _eval_public(embedder, config.ranker, Fusion(lexical_weight=config.lexical_weight), model)
+        if status or args.bench == "public":
+            return status
+        print()
+    figures = evaluation.evaluate(embedder, fusions, config.ranker)
+    print(f"evaluation set (our own made-up catalog), {model}")
     print(evaluation.render(figures, len(evaluation.evaluation_catalog())))
     others = {folder: _load_other(folder) for folder in args.compare or []}
     if others:
@@ -91,6 +97,23 @@ def _eval(args: argparse.Namespace) -> int:
         print(evaluation.render_domains(domains))
     if args.json:
         Path(args.json).write_text(evaluation.to_json(figures) + "\n", encoding="utf-8")
+    return 0
+
+
+def _eval_public(embedder: Embedder | None, ranker: str, fusion: Any, model: str) -> int:
+    """The public benchmark (tools/searchbench), which lives in the repository, not the package."""
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        from tools.searchbench.benchset import load_sources
+        from tools.searchbench.run import evaluate, render, with_pools
+    except ImportError:
+        print("the public benchmark is in the repository: run this from its checkout", file=sys.stderr)
+        return 2
+    finally:
+        sys.path.pop(0)
+    sources = load_sources("all")
+    print(f"public benchmark (tools/searchbench: real catalogs, requests written by others), {model}")
+    print(render(with_pools(evaluate(sources, embedder, fusion, ranker))))
     return 0
 
 
@@ -172,7 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--fusion", choices=("default", "all"), default="default", help="all: compare fusions"
     )
-    evaluate.add_argument("--json", metavar="PATH", help="Also write the figures as JSON.")
+    evaluate.add_argument(
+        "--bench",
+        choices=("own", "public", "all"),
+        default="own",
+        help="own: the evaluation set; public: tools/searchbench (from a checkout); all: both",
+    )
+    evaluate.add_argument("--json", metavar="PATH", help="Also write the evaluation set's figures as JSON.")
     evaluate.add_argument(
         "--compare",
         metavar="DIR",

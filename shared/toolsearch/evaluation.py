@@ -131,11 +131,13 @@ def measure(
     )
 
 
-def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> list[Figures]:
-    """Lexical figures, and hybrid ones for each fusion when an embedder is given."""
+def evaluate(
+    embedder: Any = None, fusions: dict[str, Fusion] | None = None, ranker: str = "learned"
+) -> list[Figures]:
+    """Lexical figures, and hybrid ones when an embedder is given (each fusion, then the ranker)."""
     catalog = evaluation_catalog()
     questions = load_questions()
-    indexes = build_indexes(catalog, embedder, fusions)
+    indexes = build_indexes(catalog, embedder, fusions, ranker)
     figures = [
         measure(label, index, catalog, questions, language, phrasing)
         for phrasing in PHRASINGS
@@ -146,16 +148,19 @@ def evaluate(embedder: Any = None, fusions: dict[str, Fusion] | None = None) -> 
 
 
 def build_indexes(
-    catalog: Catalog, embedder: Any, fusions: dict[str, Fusion] | None
+    catalog: Catalog, embedder: Any, fusions: dict[str, Fusion] | None, ranker: str = "learned"
 ) -> dict[str, SearchIndex]:
-    """BM25 alone; with an embedder, the embedding alone (cosine) and hybrid for each fusion."""
-    indexes: dict[str, SearchIndex] = {"lexical": make_indexer(None)(catalog)}
+    """BM25 alone; with an embedder, the embedding alone (cosine), hybrid for each fusion (scores
+    fused, no learned ranker) and, with `ranker="learned"`, hybrid as the learned ranker orders it."""
+    indexes: dict[str, SearchIndex] = {"lexical": make_indexer(None, ranker=ranker)(catalog)}
     if embedder is not None:
         tool_vectors = embedder.encode([embedding_text(tool) for tool in catalog.tools])
         indexes["embedding"] = CosineSearch(tool_vectors, embedder.encode)
         cache = VectorCache()
-        for label, fusion in (fusions or {"hybrid": Fusion()}).items():
-            indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion)(catalog)
+        for label, fusion in (fusions or {"fused": Fusion()}).items():
+            indexes[label] = make_indexer(embedder, cache=cache, fusion=fusion, ranker="fusion")(catalog)
+        if ranker == "learned":
+            indexes["hybrid"] = make_indexer(embedder, cache=cache, ranker="learned")(catalog)
     return indexes
 
 
@@ -165,7 +170,7 @@ def recall_by_domain(
     """Recall@k per domain and language for one search: where a change gains or loses."""
     catalog = evaluation_catalog()
     questions = load_questions()
-    index = build_indexes(catalog, embedder, None)[search]
+    index = build_indexes(catalog, embedder, None)[search]  # the learned ranker's hybrid
     out: dict[str, dict[str, float]] = {}
     for domain in sorted({domain_of(q) for q in questions}):
         mine = [q for q in questions if domain_of(q) == domain]

@@ -24,10 +24,23 @@ EXACT_NAME_PREFIX = "select:"
 THREAD_ABOVE_CHARS = 200
 
 
+def cut_query(text: str, limit: int) -> str:
+    """The first `limit` characters of a query, ending at a space when one is near the end."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    space = head.rfind(" ", limit * 4 // 5)
+    return head[:space] if space > 0 else head
+
+
 async def search_tools(
-    entry: IndexedCatalog, arguments: Mapping[str, Any], *, schemas: int
+    entry: IndexedCatalog, arguments: Mapping[str, Any], *, schemas: int, max_query_chars: int
 ) -> dict[str, Any]:
-    """The best matches of each query, best first; the best `schemas` of each with input schemas."""
+    """The best matches of each query, best first; the best `schemas` of each with input schemas.
+
+    A query longer than `max_query_chars` is searched on its start, so the work per query stays
+    bounded, and the answer's `note` says which were cut.
+    """
     query, queries = arguments.get("query"), arguments.get("queries")
     if (query is None) == (queries is None):
         return error_result(
@@ -36,7 +49,9 @@ async def search_tools(
         )
     limit = int(arguments.get("limit", T.DEFAULT_LIMIT))
     with_schemas = bool(arguments.get("schemas", True))
-    asked = [str(query)] if queries is None else [str(text) for text in queries]
+    given = [str(query)] if queries is None else [str(text) for text in queries]
+    asked = [cut_query(text, max_query_chars) for text in given]
+    cut = [i for i, (text, searched) in enumerate(zip(given, asked, strict=True)) if text != searched]
     if sum(len(text) for text in asked) > THREAD_ABOVE_CHARS:
         ranked = await asyncio.to_thread(entry.index.search, asked, limit)
     else:
@@ -47,6 +62,12 @@ async def search_tools(
         tools = entry.catalog.tools
         lists.append([_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)])
     data: dict[str, Any] = {"total": len(entry.catalog)}
+    if cut:
+        which = "The query was" if queries is None else f"Queries {', '.join(str(i + 1) for i in cut)} were"
+        data["note"] = (
+            f"{which} longer than {max_query_chars} characters: only the start was searched. A few words"
+            " naming the task find tools best."
+        )
     if queries is None:
         data["tools"] = lists[0]
     else:

@@ -185,7 +185,12 @@ class ToolService:
     ) -> dict[str, Any]:
         if name == T.SEARCH_TOOLS:
             entry = await self.catalogs.get(caller)
-            return await search_tools(entry, arguments, schemas=self.config.search_schemas)
+            return await search_tools(
+                entry,
+                arguments,
+                schemas=self.config.search_schemas,
+                max_query_chars=self.config.max_query_chars,
+            )
         if name == T.DESCRIBE_TOOL:
             return describe_tools(await self.catalogs.get(caller), arguments["names"])
         if name == T.CALL_READ_TOOLS:

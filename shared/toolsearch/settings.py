@@ -214,9 +214,9 @@ class Settings:
     )
     max_query_chars: int = _setting(
         500,
-        "Most characters in one search_tools query; the tool's schema states it, and a longer query is "
-        "refused as invalid arguments. Models write a few words; 500 holds a long sentence in any "
-        "language (a Chinese or Japanese character counts as one).",
+        "Most characters of one search_tools query that are searched; a longer query is searched on "
+        "its start (cut at a space near the end), and the answer's note says so. Models write a few "
+        "words; 500 holds a long sentence in any language (a Chinese or Japanese character counts as one).",
         "Tools",
         metavar="CHARS",
     )
@@ -234,11 +234,18 @@ class Settings:
         "Search",
         choices=("auto", "model2vec", "none"),
     )
+    ranker: str = _setting(
+        "learned",
+        "How candidates are put in order: `learned`, a linear ranker over per-field BM25, term "
+        "coverage, name and cosine features, trained on public data (`tools/searchbench`); "
+        "`fusion`, the weighted sum of BM25 and cosine that `lexical_weight` sets.",
+        "Search",
+        choices=("learned", "fusion"),
+    )
     lexical_weight: float = _setting(
         0.4,
-        "Share of BM25 in hybrid ranking (0 to 1; the embedding gets the rest). The default is chosen "
-        "for the bundled development model on its training set's held-out servers "
-        "(`python -m tools.devmodel.heldout`); measure yours with `toolsearch eval --fusion all`.",
+        "With `ranker fusion`: the share of BM25 in hybrid ranking (0 to 1; the embedding gets the "
+        "rest). Measure yours with `toolsearch eval --fusion all`.",
         "Search",
         metavar="WEIGHT",
     )

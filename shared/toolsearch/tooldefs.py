@@ -66,7 +66,9 @@ def _success_or_error(required: str) -> dict[str, Any]:
 
 
 def _search_tools(max_query_chars: int) -> dict[str, Any]:
-    query = {"type": "string", "minLength": 1, "maxLength": max_query_chars}
+    # No maxLength: a longer query is searched on its first max_query_chars characters, and the
+    # answer says so (`note`), rather than refused; the body limit bounds what a request can carry.
+    query = {"type": "string", "minLength": 1}
     return {
         "name": SEARCH_TOOLS,
         "title": "Search tools",
@@ -85,7 +87,8 @@ def _search_tools(max_query_chars: int) -> dict[str, Any]:
                 "query": {
                     **query,
                     "description": "What you want to do, in your own words, in any language; a few words"
-                    f" do best (at most {max_query_chars} characters).",
+                    f" do best (past {max_query_chars} characters, only the first {max_query_chars} are"
+                    " searched).",
                 },
                 "queries": {
                     "type": "array",
@@ -129,6 +132,7 @@ def _search_tools(max_query_chars: int) -> dict[str, Any]:
                     },
                 },
                 "total": {"type": "integer", "description": "How many tools the catalog holds in all."},
+                "note": {"type": "string", "description": "Which queries were cut, when any was."},
                 "error": _ERROR,
             },
             **_success_or_error("total"),

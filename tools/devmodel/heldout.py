@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     questions = held_out_questions(training, args.held_out_fraction, names, terse)
     embedder = load_embedder(args.model_dir)
     fusions = {f"hybrid w={w:.1f}": Fusion(lexical_weight=w) for w in WEIGHTS}
-    indexes = evaluation.build_indexes(catalog, embedder, fusions)
+    indexes = evaluation.build_indexes(catalog, embedder, fusions, ranker="fusion")
     print(f"held-out servers: {len(questions)} requests; catalog: {len(catalog)} tools")
     figures = [
         evaluation.measure(label, index, catalog, questions, language, phrasing)

@@ -44,10 +44,11 @@ def _run(args: argparse.Namespace) -> int:
         method=args.fusion,
         lexical_weight=DEFAULT_FUSION.lexical_weight if args.lexical_weight is None else args.lexical_weight,
     )
-    figures = with_pools(evaluate(sources, embedder, fusion))
+    figures = with_pools(evaluate(sources, embedder, fusion, args.ranker))
     print(
         f"public benchmark: {len(sources)} sources, {sum(len(s.requests) for s in sources)} requests; "
-        f"fusion {fusion.method} lexical_weight {fusion.lexical_weight}; model {args.model_dir or 'bundled'}"
+        f"ranker {args.ranker}; fusion {fusion.method} lexical_weight {fusion.lexical_weight}; "
+        f"model {args.model_dir or 'bundled'}"
     )
     print(render(figures))
     if args.json:
@@ -55,6 +56,7 @@ def _run(args: argparse.Namespace) -> int:
             "date": datetime.date.today().isoformat(),
             "commit": _commit(),
             "python": platform.python_version(),
+            "ranker": args.ranker,
             "fusion": {"method": fusion.method, "lexical_weight": fusion.lexical_weight},
             "model_dir": args.model_dir or "bundled",
         }
@@ -68,9 +70,22 @@ def _build(args: argparse.Namespace) -> int:
     return build_all(Path(args.data), args.source or None)
 
 
+def _train_ranker(args: argparse.Namespace) -> int:
+    from toolsearch.search.embedder import load_configured_embedder
+
+    from . import ranker
+
+    sources = load_sources("dev", Path(args.data))
+    embedder = load_configured_embedder(args.embedder, args.model_dir)
+    weights = ranker.train(sources, embedder)
+    ranker.write(weights)
+    print(f"wrote {ranker.WEIGHTS} from {', '.join(weights['trained_on'])}")  # type: ignore[arg-type]
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
-    parser.add_argument("command", nargs="?", default="run", choices=("run", "build"))
+    parser.add_argument("command", nargs="?", default="run", choices=("run", "build", "train-ranker"))
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
     parser.add_argument("--data", default=str(DATA), help="the folder of source files")
@@ -78,9 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-dir", default="", help="a model2vec folder (default: the bundled model)")
     parser.add_argument("--fusion", default=DEFAULT_FUSION.method, choices=("weighted", "rrf"))
     parser.add_argument("--lexical-weight", type=float, default=None)
+    parser.add_argument("--ranker", default="learned", choices=("learned", "fusion"))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    return _run(args) if args.command == "run" else _build(args)
+    return {"run": _run, "build": _build, "train-ranker": _train_ranker}[args.command](args)
 
 
 if __name__ == "__main__":

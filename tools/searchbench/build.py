@@ -2,8 +2,9 @@
 
 Each source becomes MCP tool definitions (name, description, inputSchema) as a gateway would list
 them, and labelled requests in the source's own words. Splits are by server, never by request:
-a request goes where the server of its first needed tool goes (a stable hash of the server's
-name), so no server's tools are labelled in both splits. Where a source is large, a seeded
+each server goes to one split (a stable hash of its name) and a request goes where all the
+servers of its needed tools go; a request whose servers straddle the two is left out, so no
+server's tools are labelled in both splits. Where a source is large, a seeded
 sample per split keeps the benchmark to minutes.
 """
 
@@ -102,6 +103,15 @@ def split_of(server: str) -> str:
     return "dev" if hashlib.sha256(server.encode()).digest()[0] % 2 == 0 else "test"
 
 
+def _one_split(request: dict) -> bool:
+    """Whether every server of the request's needed tools is in one split."""
+    return len({split_of(server) for server in request["servers"]}) == 1
+
+
+def _kept(request: dict) -> dict:
+    return {key: value for key, value in request.items() if key != "servers"}
+
+
 def tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
@@ -168,12 +178,12 @@ def msc_bench(pin: Pin) -> Iterator[dict]:
             if not needs or not all(needs):
                 continue  # a needed tool the registry does not hold
             needs_out = [need[0] if len(need) == 1 else sorted(set(need)) for need in needs]
-            first = needs[0][0]
-            picked[split_of(server_of[first])].append(
-                {"id": f"L{level}-{item['query_id']}", "text": item["query"], "tools": needs_out}
-            )
-        for split, items in picked.items():
-            by_split[split] += sample(items, SAMPLE, f"msc:{level}:{split}")
+            request = {"id": f"L{level}-{item['query_id']}", "text": item["query"], "tools": needs_out}
+            request["servers"] = {server_of[tool] for need in needs for tool in need}
+            picked[split_of(server_of[needs[0][0]])].append(request)
+        for split, items in picked.items():  # sampled first, so a sample stays what it was
+            chosen = sample(items, SAMPLE, f"msc:{level}:{split}")
+            by_split[split] += [_kept(r) for r in chosen if _one_split(r)]
     yield source_file(pin, "msc-bench", tools, by_split)
 
 
@@ -221,15 +231,17 @@ def stabletoolbench(pin: Pin) -> Iterator[dict]:
             needs = [key_to_name.get((t, a)) for t, a in item["relevant APIs"]]
             if not needs or not all(needs):
                 continue
-            first = needs[0]
-            picked[split_of(server_of[first])].append(
-                {
-                    "id": f"{group}-{item['query_id']}",
-                    "text": item["query"],
-                    "tools": list(dict.fromkeys(needs)),
-                }
-            )
-    samples = {split: sample(items, 2 * SAMPLE, f"stb:{split}") for split, items in picked.items()}
+            request = {
+                "id": f"{group}-{item['query_id']}",
+                "text": item["query"],
+                "tools": list(dict.fromkeys(needs)),
+            }
+            request["servers"] = {server_of[tool] for tool in needs if tool}
+            picked[split_of(server_of[needs[0]])].append(request)
+    samples = {  # sampled first, so a sample stays what it was
+        split: [_kept(r) for r in sample(items, 2 * SAMPLE, f"stb:{split}") if _one_split(r)]
+        for split, items in picked.items()
+    }
     yield source_file(pin, "stabletoolbench", list(tools.values()), samples)
 
 

@@ -19,20 +19,29 @@ from .measure import Figures, PlainBM25, measure, pooled
 PHRASINGS = ("raw", "model")
 
 
-def indexes(catalog: Catalog, embedder: Embedder | None, fusion: Fusion | None) -> dict[str, SearchIndex]:
-    out: dict[str, SearchIndex] = {"bm25-floor": PlainBM25(catalog), "lexical": make_indexer(None)(catalog)}
+def indexes(
+    catalog: Catalog, embedder: Embedder | None, fusion: Fusion | None, ranker: str, cache: VectorCache
+) -> dict[str, SearchIndex]:
+    out: dict[str, SearchIndex] = {
+        "bm25-floor": PlainBM25(catalog),
+        "lexical": make_indexer(None, ranker=ranker)(catalog),
+    }
     if embedder is not None:
-        out["hybrid"] = make_indexer(embedder, cache=VectorCache(), fusion=fusion or Fusion())(catalog)
+        out["hybrid"] = make_indexer(embedder, cache=cache, fusion=fusion or Fusion(), ranker=ranker)(catalog)
     return out
 
 
 def evaluate(
-    sources: Sequence[Source], embedder: Embedder | None = None, fusion: Fusion | None = None
+    sources: Sequence[Source],
+    embedder: Embedder | None = None,
+    fusion: Fusion | None = None,
+    ranker: str = "learned",
 ) -> list[Figures]:
     figures: list[Figures] = []
+    cache = VectorCache()
     for source in sources:
         catalog = Catalog.from_definitions(source.tools)
-        for search, index in indexes(catalog, embedder, fusion).items():
+        for search, index in indexes(catalog, embedder, fusion, ranker, cache).items():
             for phrasing in PHRASINGS:
                 if (f := measure(source, catalog, index, search, phrasing)) is not None:
                     figures.append(f)

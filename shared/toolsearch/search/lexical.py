@@ -78,11 +78,24 @@ class LexicalIndex:
             matched[positions] = True
         return scores, matched
 
+    def term_matches(self, distinct_terms: Sequence[str]) -> np.ndarray:
+        """How many of these (distinct) terms each document holds."""
+        counts = np.zeros(self.size)
+        for term in distinct_terms:
+            term_id = self._term_ids.get(term)
+            if term_id is not None:
+                counts[self._positions[self._starts[term_id] : self._starts[term_id + 1]]] += 1
+        return counts
+
     def search_terms(self, terms: Sequence[str], limit: int) -> list[Hit]:
         """The best `limit` documents holding any of `terms`, best first, ties by position."""
         if limit <= 0:
             return []
-        scores, matched = self.scores(terms)
+        return self.top(*self.scores(terms), limit)
+
+    @staticmethod
+    def top(scores: np.ndarray, matched: np.ndarray, limit: int) -> list[Hit]:
+        """The best `limit` matched documents of these scores, best first, ties by position."""
         candidates = np.flatnonzero(matched)
         candidate_scores = scores[candidates]
         if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them

@@ -1,0 +1,244 @@
+"""The final order: a small linear ranker over cheap features of each candidate.
+
+BM25 and the embedding each propose their best candidates; the ranker then orders their union
+by a weighted sum of features that say more than one score can: BM25 over the whole tool, and
+over its name, its description and its parameters apart; how many of the query's terms the tool
+holds, and how much of the tool's name the query holds; the cosine and how far it is from the
+best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked.
+When few of the query's words reach any tool, the ranker is outside what it learned from, and
+the fused order of the two rankings (`search.hybrid`) is kept instead.
+
+The weights (`data/ranker.json`) were learned on the public benchmark's dev split
+(`tools/searchbench`, `python -m tools.searchbench train-ranker`), one set for hybrid search and
+one for BM25 alone; per query the work is a few numpy passes over the catalog and one small
+matrix product.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from toolsearch.catalog import Tool
+from toolsearch.search import Embedder, Hit
+from toolsearch.search.documents import name_words, schema_text
+from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.text import tokenize, tokenize_query
+
+__all__ = ["FEATURES", "FieldIndex", "Linear", "RankedIndex", "RankerWeights", "features", "load_weights"]
+
+FEATURES = (
+    "bm25",  # the whole tool, scaled by the best candidate's
+    "bm25_name",
+    "bm25_description",
+    "bm25_parameters",
+    "query_terms_held",  # share of the query's distinct terms the tool holds anywhere
+    "query_terms_in_name",
+    "name_terms_asked",  # share of the tool's distinct name terms the query holds
+    "verb_asked",  # the tool's first name term is one of the query's
+    "lexical_rank",  # 1 / (1 + rank) in BM25's own list, 0 when not in it
+    "cosine",
+    "cosine_gap",  # cosine minus the best candidate's
+    "cosine_scaled",  # from the embedding's last candidate (0) to its best (1), as fusion scales it
+    "semantic_rank",
+    "description_length",  # log of the description's terms, / 5
+    # How far words alone can be trusted for this query: the best candidate's share of the query's
+    # terms. Equal for every candidate, so it matters only through the two products below.
+    "cosine_when_words_miss",  # cosine_scaled x (1 - that share)
+    "bm25_when_words_hit",  # bm25 x that share
+)
+
+
+@dataclass(frozen=True)
+class Linear:
+    """Feature weights, with the centring and scaling the features had in training."""
+
+    weights: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def scores(self, matrix: np.ndarray) -> np.ndarray:
+        return ((matrix - self.mean) / self.scale) @ self.weights
+
+
+@dataclass(frozen=True)
+class RankerWeights:
+    hybrid: Linear
+    lexical: Linear  # BM25 alone: no cosine features
+
+
+@functools.cache
+def load_weights() -> RankerWeights | None:
+    """The shipped weights, or None when the file is missing or of another feature set."""
+    path = resources.files("toolsearch") / "data" / "ranker.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if tuple(raw.get("features", ())) != FEATURES:
+        return None
+    linear = {
+        mode: Linear(*(np.asarray(raw[mode][key], dtype=np.float64) for key in ("weights", "mean", "scale")))
+        for mode in ("hybrid", "lexical")
+    }
+    return RankerWeights(**linear)
+
+
+def _distinct_terms(text: str) -> list[str]:
+    return list(dict.fromkeys(tokenize(text)))
+
+
+class FieldIndex:
+    """BM25 per field of each tool, and what the features need of each tool's name."""
+
+    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
+        names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
+        self.name = LexicalIndex(names)
+        descriptions = [tokenize(tool.description) for tool in tools]
+        self.description = LexicalIndex(descriptions)
+        self.parameters = LexicalIndex(
+            [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
+        )
+        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
+        self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
+        term_ids: dict[str, int] = {}
+        self.verbs = np.array([term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names])
+        self._verb_ids = term_ids
+        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
+        self.size = len(tools)
+
+    def verb_asked(self, terms: Sequence[str]) -> np.ndarray:
+        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
+        return np.isin(self.verbs, asked).astype(np.float64)
+
+
+def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    top = scores[candidates].max(initial=0.0)
+    return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
+
+
+def _rank_feature(hits: Sequence[Hit], candidates: np.ndarray, size: int) -> np.ndarray:
+    inverse = np.zeros(size)
+    for rank, hit in enumerate(hits):
+        inverse[hit.position] = 1.0 / (2.0 + rank)
+    return inverse[candidates]
+
+
+def features(
+    fields: FieldIndex,
+    whole_scores: np.ndarray,
+    terms: Sequence[str],
+    candidates: np.ndarray,
+    lexical_hits: Sequence[Hit],
+    cosines: np.ndarray | None,
+    semantic_hits: Sequence[Hit],
+) -> np.ndarray:
+    """(candidates x FEATURES) for one query's terms."""
+    distinct = list(dict.fromkeys(terms))
+    columns = [_scaled(whole_scores, candidates)]
+    for index in (fields.name, fields.description, fields.parameters):
+        columns.append(_scaled(index.scores(terms)[0], candidates))
+    held = fields.whole.term_matches(distinct)[candidates]
+    in_name = fields.name.term_matches(distinct)[candidates]
+    count = max(len(distinct), 1)
+    columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
+    columns.append(fields.verb_asked(terms)[candidates])
+    columns.append(_rank_feature(lexical_hits, candidates, fields.size))
+    if cosines is not None and len(candidates) and semantic_hits:
+        chosen = cosines[candidates].astype(np.float64)
+        top, floor = semantic_hits[0].score, semantic_hits[-1].score
+        columns += [chosen, chosen - chosen.max(), np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)]
+    else:
+        columns += [np.zeros(len(candidates))] * 3
+    columns.append(_rank_feature(semantic_hits, candidates, fields.size))
+    columns.append(fields.description_length[candidates])
+    confidence = float(columns[4].max(initial=0.0))
+    columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
+    return np.column_stack(columns) if len(candidates) else np.zeros((0, len(FEATURES)))
+
+
+def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int) -> list[Hit]:
+    """The candidates best first by the ranker's score; ties by catalog position."""
+    if not len(candidates):
+        return []
+    scores = ranker.scores(matrix)
+    best = np.lexsort((candidates, -scores))[:limit]
+    return [Hit(int(candidates[i]), float(scores[i])) for i in best]
+
+
+CANDIDATES = 50  # from each ranking, before ranking their union
+# Below this share of the query's terms in its best candidate, words say little (a user's own
+# phrasing, another language): the ranker learned from queries whose words mostly reach the tools
+# (the dev split's 5th to 10th percentile is 0.11 to 0.24 as a request's text and 0.37 to 0.54 as
+# a model's query), so there the fused order of BM25 and cosine is kept (tools/searchbench/README).
+WORDS_THRESHOLD = 0.15
+_HELD = FEATURES.index("query_terms_held")
+
+
+@dataclass(frozen=True)
+class Candidates:
+    positions: np.ndarray
+    matrix: np.ndarray  # (candidates x FEATURES)
+    lexical_hits: list[Hit]
+    semantic_hits: list[Hit]
+
+
+class RankedIndex:
+    """Implements `toolsearch.search.SearchIndex`: candidates from BM25 (and the embedding), ranked."""
+
+    def __init__(
+        self,
+        lexical: LexicalIndex,
+        fields: FieldIndex,
+        rankers: RankerWeights,
+        semantic: EmbeddingIndex | None = None,
+        embedder: Embedder | None = None,
+        fusion: Fusion = DEFAULT_FUSION,
+        words_threshold: float = WORDS_THRESHOLD,
+    ) -> None:
+        self.fusion = fusion
+        self.words_threshold = words_threshold
+        self.lexical = lexical
+        self.fields = fields
+        self.semantic = semantic if embedder is not None else None
+        self.embedder = embedder
+        self.ranker = rankers.hybrid if self.semantic is not None else rankers.lexical
+
+    def candidates(self, query: str, depth: int = CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of one query's candidates and their (candidates x FEATURES) matrix."""
+        found = self.find(query, depth)
+        return found.positions, found.matrix
+
+    def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
+        terms = tokenize_query(query)
+        scores, matched = self.lexical.scores(terms)
+        lexical_hits = LexicalIndex.top(scores, matched, depth)
+        cosines, semantic_hits = None, list[Hit]()
+        if self.semantic is not None and self.embedder is not None:
+            cosines = self.semantic.scores(self.embedder.encode([query]))[0]
+            semantic_hits = self.semantic.rank(cosines, depth)
+        positions = np.array(
+            sorted({hit.position for hit in lexical_hits} | {hit.position for hit in semantic_hits}),
+            dtype=np.int64,
+        )
+        matrix = features(self.fields, scores, terms, positions, lexical_hits, cosines, semantic_hits)
+        return Candidates(positions, matrix, lexical_hits, semantic_hits)
+
+    def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
+        results = []
+        for query in queries:
+            found = self.find(query, max(limit, CANDIDATES))
+            words_held = float(found.matrix[:, _HELD].max(initial=0.0))
+            if found.semantic_hits and words_held < self.words_threshold:
+                # Few of the query's words are in any tool: outside what the ranker learned from.
+                results.append(fuse(found.lexical_hits, found.semantic_hits, limit, self.fusion))
+            else:
+                results.append(order(found.matrix, found.positions, self.ranker, limit))
+        return results

@@ -1,0 +1,86 @@
+"""The learned ranker: its shipped weights, the order it gives, and where it hands back to fusion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from toolsearch.catalog import Catalog
+from toolsearch.search.embedder import load_configured_embedder
+from toolsearch.search.hybrid import HybridIndex, fuse
+from toolsearch.search.index import make_indexer
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights
+
+TOOLS = [
+    {"name": "calendar_create_event", "description": "Create an event in a calendar."},
+    {"name": "calendar_list_events", "description": "List the events of a calendar between two dates."},
+    {"name": "email_create_draft", "description": "Create a draft email."},
+    {"name": "weather_get_forecast", "description": "The weather forecast for a city."},
+    {"name": "github_create_issue", "description": "Open an issue in a GitHub repository."},
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return load_configured_embedder("model2vec")
+
+
+def names(catalog, hits):
+    return [catalog.tools[hit.position].name for hit in hits]
+
+
+def test_the_shipped_weights_load_and_name_every_feature():
+    weights = load_weights()
+    assert weights is not None
+    for linear in (weights.hybrid, weights.lexical):
+        assert linear.weights.shape == linear.mean.shape == linear.scale.shape == (len(FEATURES),)
+        assert np.all(np.isfinite(linear.weights)) and np.all(linear.scale > 0)
+    # BM25 alone never sees a cosine: its weights for the embedding's features are zero.
+    cosine = [i for i, name in enumerate(FEATURES) if "cosine" in name or name == "semantic_rank"]
+    assert not np.any(weights.lexical.weights[cosine])
+
+
+@pytest.mark.parametrize("with_model", [True, False])
+def test_the_tool_that_holds_the_query_comes_first(embedder, with_model):
+    catalog = Catalog.from_definitions(TOOLS)
+    index = make_indexer(embedder if with_model else None)(catalog)
+    assert isinstance(index, RankedIndex)
+    hits = index.search(["create a calendar event", "open a github issue", "list calendar events"], 3)
+    assert [names(catalog, row)[0] for row in hits] == [
+        "calendar_create_event",
+        "github_create_issue",
+        "calendar_list_events",
+    ]
+    assert all(len(row) <= 3 for row in hits)
+
+
+def test_fusion_is_still_there_when_asked_for(embedder):
+    catalog = Catalog.from_definitions(TOOLS)
+    assert isinstance(make_indexer(embedder, ranker="fusion")(catalog), HybridIndex)
+    assert isinstance(make_indexer(None, ranker="fusion")(catalog), LexicalIndex)
+
+
+def test_a_query_whose_words_reach_no_tool_keeps_the_fused_order(embedder):
+    catalog = Catalog.from_definitions(TOOLS)
+    ranked = make_indexer(embedder)(catalog)
+    query = "umbrella tomorrow?"  # no word of any tool: only the embedding can answer
+    found = ranked.find(query)
+    assert found.matrix[:, FEATURES.index("query_terms_held")].max(initial=0.0) == 0.0
+    expected = fuse(found.lexical_hits, found.semantic_hits, 3, ranked.fusion)
+    assert ranked.search([query], 3)[0] == expected
+    assert names(catalog, expected)[0] == "weather_get_forecast"
+
+
+def test_an_empty_catalog_and_an_empty_query_find_nothing(embedder):
+    empty = make_indexer(embedder)(Catalog.from_definitions([]))
+    assert empty.search(["anything"], 5) == [[]]
+    catalog = Catalog.from_definitions(TOOLS)
+    assert make_indexer(None)(catalog).search(["the of and"], 5) == [[]]  # stop words only
+
+
+def test_equal_tools_are_ordered_by_position():
+    twins = [{"name": f"twin_{i}", "description": "Send a message."} for i in range(4)]
+    catalog = Catalog.from_definitions(twins)
+    hits = make_indexer(None)(catalog).search(["send a message"], 4)[0]
+    assert [hit.position for hit in hits] == [0, 1, 2, 3]

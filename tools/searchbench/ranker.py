@@ -1,0 +1,110 @@
+"""Learn the ranker's weights (`shared/toolsearch/data/ranker.json`) on the dev split only.
+
+For every dev request, asked both ways (its own text; a model's queries), each query's candidates
+and features come from the same `RankedIndex` the proxy runs; the needed tools among them are the
+positives. The weights minimise a listwise softmax loss (the probability mass the ranker puts on
+the positives of each query) with a small L2 penalty, by full-batch gradient descent in numpy.
+One set for hybrid search, one for BM25 alone (no cosine features, BM25's candidates only).
+
+    python -m tools.searchbench train-ranker            # writes shared/toolsearch/data/ranker.json
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolsearch.catalog import Catalog
+from toolsearch.search import Embedder
+from toolsearch.search.embedding import VectorCache, build_embedding_index
+from toolsearch.search.lexical import build_lexical_index
+from toolsearch.search.rerank import FEATURES, FieldIndex, Linear, RankedIndex, RankerWeights
+
+from .benchset import Source
+
+WEIGHTS = Path(__file__).resolve().parents[2] / "shared" / "toolsearch" / "data" / "ranker.json"
+L2 = 1e-3
+STEPS = 600
+RATE = 0.05
+
+
+@dataclass
+class Group:
+    """One query's candidates: their features, and which are a needed tool."""
+
+    matrix: np.ndarray
+    positive: np.ndarray  # bool per candidate
+    weight: float = 1.0  # each source weighs the same in the loss, however many queries it has
+
+
+def neutral() -> RankerWeights:
+    size = len(FEATURES)
+    linear = Linear(np.zeros(size), np.zeros(size), np.ones(size))
+    return RankerWeights(hybrid=linear, lexical=linear)
+
+
+def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequence[str]) -> list[Group]:
+    out: list[Group] = []
+    cache = VectorCache()
+    for source in sources:
+        mine: list[Group] = []
+        catalog = Catalog.from_definitions(source.tools)
+        semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
+        lexical = build_lexical_index(catalog.tools)
+        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, embedder)
+        names = [tool.name for tool in catalog.tools]
+        for request in source.requests:
+            for phrasing in phrasings:
+                for query in request.asked(phrasing):
+                    positions, matrix = index.candidates(query)
+                    positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
+                    if positive.any() and not positive.all():
+                        mine.append(Group(matrix, positive))
+        out += [Group(g.matrix, g.positive, 1.0 / len(mine)) for g in mine]
+    return out
+
+
+def fit(train: Sequence[Group], l2: float = L2, steps: int = STEPS) -> Linear:
+    """Weights over features standardised on every training candidate."""
+    stacked = np.vstack([g.matrix for g in train])
+    mean, scale = stacked.mean(axis=0), stacked.std(axis=0)
+    scale[scale == 0] = 1.0
+    standard = [(g.matrix - mean) / scale for g in train]
+    weights = np.zeros(len(FEATURES))
+    first, second = np.zeros_like(weights), np.zeros_like(weights)
+    total = sum(g.weight for g in train)
+    for step in range(1, steps + 1):  # Adam on the weighted mean listwise loss
+        gradient = l2 * weights
+        for matrix, group in zip(standard, train, strict=True):
+            scores = matrix @ weights
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            q = p * group.positive
+            q /= q.sum()
+            gradient += group.weight * (matrix.T @ (p - q)) / total
+        first = 0.9 * first + 0.1 * gradient
+        second = 0.999 * second + 0.001 * gradient**2
+        weights -= RATE * (first / (1 - 0.9**step)) / (np.sqrt(second / (1 - 0.999**step)) + 1e-8)
+    return Linear(weights, mean, scale)
+
+
+def _json(linear: Linear) -> dict[str, list[float]]:
+    return {key: getattr(linear, key).round(6).tolist() for key in ("weights", "mean", "scale")}
+
+
+def train(sources: Sequence[Source], embedder: Embedder | None) -> dict[str, object]:
+    phrasings = ("raw", "model")
+    return {
+        "features": list(FEATURES),
+        "hybrid": _json(fit(groups(sources, embedder, phrasings))),
+        "lexical": _json(fit(groups(sources, None, phrasings))),
+        "trained_on": sorted({f"{s.name} ({s.split})" for s in sources}),
+    }
+
+
+def write(weights: dict[str, object], path: Path = WEIGHTS) -> None:
+    path.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
