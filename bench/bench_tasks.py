@@ -62,7 +62,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +228,7 @@ class Turn:
     text: str
     assistant: dict[str, Any]  # the message to append to the history, in the API's own shape
     server_searches: int = 0
+    paused: bool = False  # Anthropic's pause_turn: a server tool's turn to continue, not an answer
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -266,7 +267,9 @@ class Provider:
                 await self.sleep(min(60.0, 2.0**attempt + random.random()))
                 continue
             if response.status_code in RETRY_STATUSES and attempt < self.retries:
-                wait = retry_after(response.headers.get("retry-after")) or 2.0**attempt + random.random()
+                wait = retry_after(response.headers.get("retry-after"))
+                if wait is None:
+                    wait = 2.0**attempt + random.random()
                 print(f"#   {response.status_code} from the model API; retrying in {wait:.1f} s", flush=True)
                 await self.sleep(min(60.0, wait))
                 continue
@@ -348,7 +351,8 @@ class Anthropic(Provider):
             int(raw.get("cache_creation_input_tokens") or 0),
         )
         searches = sum(1 for b in content if b.get("type") == "server_tool_use")
-        return Turn(calls, usage, text, {"role": "assistant", "content": content}, searches)
+        paused = answer.get("stop_reason") == "pause_turn"
+        return Turn(calls, usage, text, {"role": "assistant", "content": content}, searches, paused)
 
     def results(self, answered: list[tuple[Call, str, bool]]) -> list[dict[str, Any]]:
         blocks = [
@@ -561,6 +565,8 @@ async def play(
         text = turn.text or text
         messages.append(turn.assistant)
         if not turn.calls:
+            if turn.paused:  # sent back as it is, the server's search goes on
+                continue
             status = "finished"
             break
         answered = []
