@@ -100,7 +100,9 @@ SCRIPTS = {
         Step(text="Added."),
     ],
     (REFUND, "proxy"): [
-        Step([("call_write_tool", {"name": "billing_refund_payment", "arguments": {"payment_id": "P-9"}})]),
+        # The refund through call_read_tool is refused and never retried: that need stays unmet.
+        Step([("call_read_tool", {"name": "billing_refund_payment", "arguments": {"payment_id": "P-9"}})]),
+        Step([("call_read_tool", {"name": "billing_list_invoices", "arguments": {"status": "open"}})]),
         Step(
             [("call_read_tool", {"name": "weather_get_forecast", "arguments": {"city": "Vilnius"}})]
         ),  # wrong
@@ -202,8 +204,8 @@ async def test_proxy_mode_plays_each_task_through_the_proxy_and_scores_it(
         ("call_write_tool", False, ""),
     ]
 
-    refund = got["refund", "proxy"]  # one need of two met, and a call no need names
-    assert (refund["reached"], refund["coverage"], refund["wrong"]) == (False, 0.5, 1)
+    refund = got["refund", "proxy"]  # one need of two met (the refused one is not), a call no need names
+    assert (refund["reached"], refund["coverage"], refund["wrong"], refund["refused"]) == (False, 0.5, 1, 1)
 
     forever = got["forever", "proxy"]  # keeps searching: stopped at the turn cap, scored as it stands
     assert (forever["status"], forever["turns"], forever["reached"]) == ("out_of_turns", 4, False)
@@ -212,7 +214,7 @@ async def test_proxy_mode_plays_each_task_through_the_proxy_and_scores_it(
     assert upstream.calls == [
         ("crm_get_contact", {"id": "C-17"}),
         ("crm_create_contact", {"name": "Ada"}),
-        ("billing_refund_payment", {"payment_id": "P-9"}),
+        ("billing_list_invoices", {"status": "open"}),
         ("weather_get_forecast", {"city": "Vilnius"}),
     ]
     # The model got the proxy's five tools and, the turn after, the search's real answer.
