@@ -49,7 +49,7 @@ def queries(catalog: Catalog, count: int, seed: int = 26) -> list[str]:
         picked = rng.sample(words, rng.randint(1, 4)) + rng.sample(strangers, rng.randint(0, 2))
         rng.shuffle(picked)
         made.append(" ".join(picked))
-    return made + ["book a meeting with Anna", "zanzibar pelican", "", "会议 日程"]
+    return [*made, "book a meeting with Anna", "zanzibar pelican", "", "会议 日程"]
 
 
 def names_of(catalog, hits):
@@ -101,7 +101,7 @@ def test_hints_name_a_short_description_and_a_crowded_name():
         {"name": f"crm_list_contacts_{i}", "description": f"Lists contacts of region {i}, newest first."}
         for i in range(12)
     ]
-    catalog = Catalog.from_definitions(crowd + [{"name": "tiny", "description": "Does a thing."}])
+    catalog = Catalog.from_definitions([*crowd, {"name": "tiny", "description": "Does a thing."}])
     index = make_indexer(None)(catalog)
     assert isinstance(index, RankedIndex)
     crowded = explain(catalog, index, "contacts", "crm_list_contacts_3")
