@@ -20,6 +20,8 @@ from . import settings as settings_module
 from .catalog import Catalog
 from .catalog_cli import CatalogCliError, _check, add_catalog_arguments, authorization, base_url, printable
 
+SHOWN_FEATURES = 6  # the ones that moved the score most; --json has them all
+
 
 class CatalogFileError(Exception):
     pass
@@ -80,7 +82,7 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool", required=True, help="The tool's exact name.")
     parser.add_argument("--catalog", metavar="FILE", help="Explain offline against this catalog file.")
     parser.add_argument(
-        "--above", type=int, default=5, help="How many of the tools ranked above it to show (0 to 50)."
+        "--above", type=int, default=10, help="How many of the best tools ranked above it to show (0 to 50)."
     )
     add_catalog_arguments(parser)
     settings_module.add_arguments(parser)  # offline: the same search settings as `serve`
@@ -125,7 +127,9 @@ def render_explanation(answer: dict[str, Any]) -> str:
         seen = "" if ranker["candidate"] else " (not a candidate: as if it were one)"
         lines.append(f"learned ranker score {ranker['score']}{seen}; per feature (value -> adds):")
         ranked = sorted(ranker["features"].items(), key=lambda item: -abs(item[1]["adds"]))
-        lines += [f"  {name:<24} {f['value']:>8} -> {f['adds']:+.4f}" for name, f in ranked if f["adds"]]
+        lines += [f"  {name:<24} {f['value']:>8} -> {f['adds']:+.4f}" for name, f in ranked[:SHOWN_FEATURES]]
+        if len(ranked) > SHOWN_FEATURES:
+            lines.append(f"  … {len(ranked) - SHOWN_FEATURES} more with --json")
     if answer["above"]:
         lines.append("ranked above it:")
         lines += [f"  {row['rank']:>3}. {printable(row['name'])} ({row['score']})" for row in answer["above"]]

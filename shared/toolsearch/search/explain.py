@@ -22,12 +22,13 @@ from toolsearch.search.hybrid import CANDIDATES, HybridIndex, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import _HELD, FEATURES, RankedIndex, features, order
 from toolsearch.search.text import tokenize, tokenize_query
+from toolsearch.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["SHORT_DESCRIPTION_WORDS", "explain", "field_terms", "ranking"]
 
 SHORT_DESCRIPTION_WORDS = 8  # fewer words say too little for BM25 or a vector to find the tool by
 SHARED_NAME_WORDS = 3
-ABOVE = 5  # tools listed above the explained one
+ABOVE = 10  # tools listed above the explained one, best first
 
 
 def field_terms(tool: Tool) -> dict[str, set[str]]:
@@ -107,6 +108,13 @@ def _hints(
     if not matched["name"] and not matched["description"]:
         where = " (only in its parameters)" if matched["parameters"] else ""
         hints.append(f"no word of the query appears in this tool's name or description after stemming{where}")
+    elif not matched["name"]:
+        hints.append("no word of the query is in its name or title, which weigh most")
+    if rank is not None and rank > DEFAULT_LIMIT:
+        hints.append(
+            f"rank {rank}: search_tools returns {DEFAULT_LIMIT} tools unless asked for more (limit, "
+            f"at most {MAX_LIMIT})"
+        )
     words = len(tool.description.split())
     if words < SHORT_DESCRIPTION_WORDS:
         hints.append(f"its description is {words} word{'s' if words != 1 else ''}")
@@ -185,15 +193,12 @@ def explain(
             "queryTermsHeld": round(made["held"], 4),
             "threshold": index.words_threshold,
         }
-    stop = (rank - 1) if rank is not None else min(len(hits), CANDIDATES)
-    answer["above"] = (
-        [
-            {"rank": i + 1, "name": catalog.tools[hit.position].name, "score": round(hit.score, 4)}
-            for i, hit in enumerate(hits[:stop])
-        ][-above:]
-        if above > 0
-        else []
-    )
+    # The best ones: what search_tools returns instead of this tool.
+    stop = min((rank - 1) if rank is not None else len(hits), CANDIDATES, max(above, 0))
+    answer["above"] = [
+        {"rank": i + 1, "name": catalog.tools[hit.position].name, "score": round(hit.score, 4)}
+        for i, hit in enumerate(hits[:stop])
+    ]
     answer["hints"] = _hints(catalog, tool, matched, rank, facts)
     return answer
 
