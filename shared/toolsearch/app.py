@@ -231,7 +231,7 @@ def build_proxy(
     endpoint_config = EndpointConfig(settings.max_body_bytes, settings.request_read_timeout)
     endpoint = McpEndpoint(endpoint_config, service, edge, telemetry, size)
     limiter = RefreshLimiter(settings.catalog_refresh_interval, shared=shared)
-    catalog_routes = CatalogRoutes(catalogs, edge, telemetry, limiter)
+    catalog_routes = CatalogRoutes(catalogs, edge, telemetry, limiter, settings.max_query_chars)
 
     async def health(request: Request) -> JSONResponse:
         search = "hybrid" if embedder is not None else "lexical"
@@ -245,6 +245,8 @@ def build_proxy(
             Route(WELL_KNOWN + "/mcp", oauth.route, methods=["GET"]),
             Route("/catalog", catalog_routes.page, methods=["GET"]),
             Route("/catalog/refresh", catalog_routes.refresh, methods=["POST"]),
+            Route("/catalog/explain", catalog_routes.explain, methods=["POST"]),
+            Route("/catalog/lint", catalog_routes.lint, methods=["GET"]),
             Route("/healthz", health, methods=["GET"]),
         ]
     )

@@ -1,6 +1,7 @@
-"""The catalog for a person to review: `GET /catalog` (paged) and `POST /catalog/refresh`.
+"""The catalog for a person to review: `GET /catalog` (paged), `POST /catalog/refresh`,
+`POST /catalog/explain` (why a query does not find a tool) and `GET /catalog/lint`.
 
-Both know the caller exactly as the MCP endpoint does, by their Authorization
+All know the caller exactly as the MCP endpoint does, by their Authorization
 header, and read the same catalog store: a reviewer sees what their own token
 sees, nothing more, and needs no admin credential (the proxy has none). A 401
 or 403 from the upstream comes back with the same challenge as on /mcp.
@@ -13,10 +14,12 @@ execution environments through the shared tier's lease when there is one.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import bisect
 import hashlib
+import json
 import logging
 import math
 import time
@@ -30,9 +33,12 @@ from starlette.responses import JSONResponse
 
 from .callers import Caller
 from .catalog import Catalog, Tool, short_description
+from .catalog_lint import lint
 from .catalog_store import CatalogStore, SharedTier
+from .finding import cut_query
 from .http_edge import HttpEdge, HttpRefusal
 from .refusal import CallerRefused, refusals_raised
+from .search.explain import ABOVE, explain
 from .telemetry import Telemetry
 from .upstream import UpstreamError
 
@@ -123,6 +129,32 @@ def _limit(raw: str | None) -> int:
     return int(raw)
 
 
+MAX_EXPLAIN_BODY = 16_384  # a query, a tool name and a number; max_query_chars bounds the query itself
+
+
+async def _explain_request(request: Request, max_query_chars: int) -> dict[str, Any]:
+    """The request's query, tool and `above`, read bounded; anything else is a 400 with the reason."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_EXPLAIN_BODY:
+            raise HttpRefusal(413, "too_large", f"Request body over {MAX_EXPLAIN_BODY} bytes")
+    try:
+        asked = json.loads(bytes(body))
+    except (ValueError, RecursionError) as exc:
+        raise HttpRefusal(400, "invalid_arguments", "the body is not JSON") from exc
+    if (
+        not isinstance(asked, dict)
+        or not isinstance(asked.get("query"), str)
+        or not isinstance(asked.get("tool"), str)
+    ):
+        raise HttpRefusal(400, "invalid_arguments", 'give {"query": "...", "tool": "..."}')
+    above = asked.get("above", ABOVE)
+    if not isinstance(above, int) or isinstance(above, bool) or not 0 <= above <= 50:
+        raise HttpRefusal(400, "invalid_arguments", "above must be a whole number from 0 to 50")
+    return {"query": asked["query"], "tool": asked["tool"], "above": above}
+
+
 def _iso(unix: float) -> str:
     return datetime.fromtimestamp(unix, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -131,12 +163,42 @@ class CatalogRoutes:
     """`GET /catalog` and `POST /catalog/refresh`, for the caller the request's Authorization names."""
 
     def __init__(
-        self, catalogs: CatalogStore, edge: HttpEdge, telemetry: Telemetry, limiter: RefreshLimiter
+        self,
+        catalogs: CatalogStore,
+        edge: HttpEdge,
+        telemetry: Telemetry,
+        limiter: RefreshLimiter,
+        max_query_chars: int = 500,
     ) -> None:
         self.catalogs = catalogs
         self.edge = edge
         self.telemetry = telemetry
         self.limiter = limiter
+        self.max_query_chars = max_query_chars
+
+    async def explain(self, request: Request) -> JSONResponse:
+        """POST /catalog/explain {"query", "tool", "above"?}: why the query does (not) find the tool."""
+
+        async def run(caller: Caller) -> dict[str, Any]:
+            asked = await _explain_request(request, self.max_query_chars)
+            entry = await self.catalogs.get(caller)
+            query = cut_query(asked["query"], self.max_query_chars)
+            # Ranking a query costs what a search_tools call costs: off the event loop, as a long one.
+            return await asyncio.to_thread(
+                explain, entry.catalog, entry.index, query, asked["tool"], asked["above"]
+            )
+
+        return await self._answer(request, "catalog_explain", run)
+
+    async def lint(self, request: Request) -> JSONResponse:
+        """GET /catalog/lint: the caller's catalog checked for what keeps search from finding tools."""
+
+        async def run(caller: Caller) -> dict[str, Any]:
+            catalog = (await self.catalogs.get(caller)).catalog
+            findings = await asyncio.to_thread(lint, catalog)
+            return {"total": len(catalog), "findings": [finding.as_dict() for finding in findings]}
+
+        return await self._answer(request, "catalog_lint", run)
 
     async def page(self, request: Request) -> JSONResponse:
         async def run(caller: Caller) -> dict[str, Any]:

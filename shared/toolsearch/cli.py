@@ -1,4 +1,4 @@
-"""The `toolsearch` command: serve, catalog, docs, eval, fetch-model, fine-tune."""
+"""The `toolsearch` command: serve, catalog, explain, docs, eval, fetch-model, fine-tune."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from . import __version__
 from . import settings as settings_module
 from .catalog_cli import add_catalog_arguments, run_catalog
+from .explain_cli import add_explain_arguments, run_explain, run_lint
 from .search import Embedder
 
 DOCS_PATH = Path("docs/configuration.md")
@@ -163,6 +164,15 @@ def _fetch_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _catalog(args: argparse.Namespace) -> int:
+    if args.lint:
+        return run_lint(args)
+    if args.catalog:
+        print("toolsearch catalog: --catalog FILE goes with --lint", file=sys.stderr)
+        return 2
+    return run_catalog(args)
+
+
 def _add_recipe_arguments(parser: argparse.ArgumentParser) -> None:
     from dataclasses import fields
 
@@ -219,7 +229,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="List the tools a running proxy offers your token (GET /catalog), or refresh them.",
     )
     add_catalog_arguments(catalog)
-    catalog.set_defaults(run=run_catalog)
+    catalog.add_argument(
+        "--lint", action="store_true", help="Check the catalog for what keeps search from finding tools."
+    )
+    catalog.add_argument("--catalog", metavar="FILE", help="With --lint: check this catalog file offline.")
+    catalog.set_defaults(run=_catalog)
+
+    explain = commands.add_parser(
+        "explain",
+        help="Why a query does (not) find a tool: its rank, scores, matched words and hints.",
+    )
+    add_explain_arguments(explain)
+    explain.set_defaults(run=run_explain)
 
     fetch = commands.add_parser(
         "fetch-model",
