@@ -205,4 +205,5 @@ class CatalogRoutes:
         finally:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
-            logger.info(metric.replace("_", " "), extra={"outcome": outcome, "ms": elapsed})
+            line = "catalog review" if metric == "catalog_review" else "catalog refresh"
+            logger.info(line, extra={"outcome": outcome, "ms": elapsed})
