@@ -205,5 +205,7 @@ class CatalogRoutes:
         finally:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
-            line = "catalog review" if metric == "catalog_review" else "catalog refresh"
-            logger.info(line, extra={"outcome": outcome, "ms": elapsed})
+            logger.info(
+                "catalog review" if metric == "catalog_review" else "catalog refresh",
+                extra={"outcome": outcome, "ms": elapsed},
+            )
