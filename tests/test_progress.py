@@ -296,7 +296,8 @@ async def test_only_well_formed_progress_under_the_proxys_token_reaches_the_call
     assert len(upstream.tokens) == 1 and upstream.tokens[0] != "caller-token"
     assert isinstance(upstream.tokens[0], str) and upstream.tokens[0].startswith("toolsearch-")
     assert secret not in logs.text()
-    assert f"relayed={MAX_RELAYED}" in logs.text()  # counts only
+    relayed = [json.loads(line) for line in logs.lines if '"upstream tools/call"' in line]
+    assert [line["progress_relayed"] for line in relayed] == [MAX_RELAYED]  # counts only, as fields
 
 
 async def test_two_callers_with_the_same_token_each_get_only_their_own_progress(hostile_proxy):

@@ -267,4 +267,7 @@ class CatalogRoutes:
         finally:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
-            logger.info(metric.replace("_", " "), extra={"outcome": outcome, "ms": elapsed})
+            logger.info(
+                "catalog review" if metric == "catalog_review" else "catalog refresh",
+                extra={"outcome": outcome, "ms": elapsed},
+            )

@@ -532,5 +532,7 @@ def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:
     error = task.exception()
     if error is not None:
         kind = getattr(error, "kind", type(error).__name__)
-        what = "the catalog dropped" if kind in REFUSING_KINDS else "serving the stale one"
-        logger.warning(f"catalog refresh failed; {what}", extra={"outcome": kind})
+        kept = (
+            "dropped" if kind in REFUSING_KINDS else "stale"
+        )  # the caller's catalog: dropped, or still served
+        logger.warning("catalog refresh failed", extra={"outcome": kind, "catalog": kept})

@@ -194,13 +194,19 @@ class DynamoSharedTier:
             return function(*args)
         except _Corrupt as exc:
             self._event("dynamo_corrupt")
-            logger.warning("dynamo %s %s…: corrupt catalog ignored (%s)", operation, key[:8], exc)
+            logger.warning(
+                "dynamo: corrupt catalog ignored",
+                extra={"operation": operation, "key_prefix": key[:8], "reason": str(exc)},
+            )
         except Exception as exc:  # the cache must never fail a request
             code = _error_code(exc)
             throttled = code in _THROTTLE_CODES or isinstance(exc, _Unavailable)
             self._event("dynamo_throttled" if throttled else "dynamo_error")
             # The error's type and code only: botocore messages can quote request values.
-            logger.warning("dynamo %s %s… failed: %s", operation, key[:8], code)
+            logger.warning(
+                "dynamo operation failed",
+                extra={"operation": operation, "key_prefix": key[:8], "error": code},
+            )
         return fallback
 
     def _event(self, name: str) -> None:
@@ -284,7 +290,8 @@ class DynamoSharedTier:
         if chunk_count > self.max_chunks:
             self._event("dynamo_too_large")
             logger.warning(
-                "dynamo put %s…: catalog too large to share (%d bytes compressed)", key[:8], len(blob)
+                "dynamo put: catalog too large to share",
+                extra={"key_prefix": key[:8], "compressed_bytes": len(blob)},
             )
             return True
         client = self._client_or_make()

@@ -249,7 +249,10 @@ class _Hub:
                 if attempt == self.retries:
                     raise ModelFetchError(f"{what}: gave up after {attempt + 1} attempts: {exc}") from exc
                 delay = self.backoff * (2**attempt) * (0.5 + random.random())
-                log.info("model fetch: %s failed (%s), retrying in %.1fs", what, type(exc).__name__, delay)
+                log.info(
+                    "model fetch: retrying",
+                    extra={"what": what, "error": type(exc).__name__, "delay_s": round(delay, 1)},
+                )
                 self.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -452,7 +455,7 @@ def fetch_model(
             for f in lock.files
         )
         save_lock(Lock(lock.repo, revision, lock.license, files, lock.extra), lock_path)
-        log.info("model fetch: lock file %s updated for revision %s", lock_path, revision)
+        log.info("model fetch: lock file updated", extra={"lock_path": str(lock_path), "revision": revision})
 
     if prepared:
         from toolsearch.model.prepare import prepare_model

@@ -156,16 +156,21 @@ class Upstream:
                     "timeout", f"the upstream did not list its tools within {limit:g} s"
                 ) from None
         except UpstreamError as exc:
-            log.info("upstream tools/list failed: %s status=%s code=%s", exc.kind, exc.status, exc.code)
+            log.info(
+                "upstream tools/list failed",
+                extra={"outcome": exc.kind, "status": exc.status, "code": exc.code},
+            )
             raise
         listing = clean_listing(pages)
         listing = Listing(tools=listing.tools, instructions=instructions, dropped=listing.dropped)
         log.info(
-            "upstream tools/list ok: %d tools, %d dropped, era=%s, %d ms",
-            len(listing.tools),
-            len(listing.dropped),
-            self.era,
-            (time.monotonic() - started) * 1000,
+            "upstream tools/list ok",
+            extra={
+                "tools": len(listing.tools),
+                "dropped": len(listing.dropped),
+                "era": self.era,
+                "ms": round((time.monotonic() - started) * 1000, 1),
+            },
         )
         return listing
 
@@ -207,14 +212,15 @@ class Upstream:
             outcome = "cancelled"  # the caller closed its stream (2026-07-28: that cancels the call)
             raise
         finally:
-            log.info(
-                "upstream tools/call %s: %s status=%s, %d ms%s",
-                name,
-                outcome,
-                status,
-                (time.monotonic() - started) * 1000,
-                f", progress relayed={relay.relayed} dropped={relay.dropped}" if relay else "",
-            )
+            fields: dict[str, Any] = {
+                "tool": name,
+                "outcome": outcome,
+                "status": status,
+                "ms": round((time.monotonic() - started) * 1000, 1),
+            }
+            if relay:
+                fields.update(progress_relayed=relay.relayed, progress_dropped=relay.dropped)
+            log.info("upstream tools/call", extra=fields)
 
     # -- the era
 
@@ -252,7 +258,9 @@ class Upstream:
             if stale is None:
                 raise
             # The check failed for this caller; the era it was checking still stands until the next check.
-            log.info("upstream era check failed (%s); keeping the %s era", exc.kind, stale)
+            log.info(
+                "upstream era check failed; keeping the era learnt", extra={"outcome": exc.kind, "era": stale}
+            )
             return stale, None
         finally:
             if leading:
@@ -274,7 +282,9 @@ class Upstream:
         if verdict == "nothing":
             if 300 <= reply.status < 400:
                 hint = endpoint_hint.redirect(self.url, reply.headers)
-                log.warning("upstream answered server/discover with a redirect (HTTP %s)", reply.status)
+                log.warning(
+                    "upstream answered server/discover with a redirect", extra={"status": reply.status}
+                )
                 raise UpstreamError(
                     "bad_response",
                     f"the upstream answered server/discover with a redirect (HTTP {reply.status}). {hint}",
@@ -293,11 +303,12 @@ class Upstream:
                 return MODERN, ""
             if exc.kind == "bad_response" and exc.status is not None and 400 <= exc.status < 500:
                 log.warning(
-                    "upstream answered neither server/discover (HTTP %s) nor initialize (HTTP %s); "
-                    "the MCP endpoint is most likely %s",
-                    reply.status,
-                    exc.status,
-                    endpoint_hint.likely_endpoint(self.url) or "elsewhere",
+                    "upstream answered neither server/discover nor initialize; the MCP endpoint is elsewhere",
+                    extra={
+                        "discover_status": reply.status,
+                        "initialize_status": exc.status,
+                        "likely_endpoint": endpoint_hint.likely_endpoint(self.url) or "unknown",
+                    },
                 )
                 raise UpstreamError(
                     "bad_response",
@@ -335,7 +346,7 @@ class Upstream:
             result, _ = await self._deadline(self._request(authorization, MODERN, "server/discover", {}, {}))
         except UpstreamError as exc:
             if exc.kind == "rpc_error":  # a modern server whose discover fails still lists tools
-                log.warning("upstream server/discover failed with code %s; no instructions", exc.code)
+                log.warning("upstream server/discover failed; no instructions", extra={"code": exc.code})
                 return ""
             raise
         instructions = result.get("instructions")
@@ -376,10 +387,12 @@ class Upstream:
                 return pages
             if cursor in seen:
                 # A loop: keep what was listed rather than fail the whole catalog.
-                log.warning("upstream tools/list repeated a cursor; stopping after %d pages", len(pages))
+                log.warning("upstream tools/list repeated a cursor; stopping", extra={"pages": len(pages)})
                 return pages
             seen.add(cursor)
-        log.warning("upstream tools/list has more than %d pages; keeping the first ones", len(pages))
+        log.warning(
+            "upstream tools/list has too many pages; keeping the first ones", extra={"pages": len(pages)}
+        )
         return pages
 
     async def _list_page(
@@ -404,7 +417,10 @@ class Upstream:
                     delay = max(delay, exc.retry_after)
                 if asyncio.get_running_loop().time() + delay >= deadline:
                     raise  # the wait alone would pass the deadline: this error says more than a timeout
-                log.info("upstream listing %s; retry %d in %.2f s", exc.kind, n + 1, delay)
+                log.info(
+                    "upstream listing retried",
+                    extra={"outcome": exc.kind, "retry": n + 1, "delay_s": round(delay, 2)},
+                )
                 await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
@@ -498,7 +514,10 @@ class Upstream:
         if ack.status >= 400:
             raise_for_status(ack)
         self._sessions.put(key, session)
-        log.info("upstream legacy session opened: version=%s, session=%s", version, bool(session.session_id))
+        log.info(
+            "upstream legacy session opened",
+            extra={"protocol_version": version, "session": bool(session.session_id)},
+        )
         return session
 
     # -- message building

@@ -51,7 +51,7 @@ class EraMemory:
 
     def learn(self, era: str) -> None:
         if era != self._era:
-            log.info("upstream speaks the %s protocol era", era)
+            log.info("upstream protocol era learnt", extra={"era": era})
         self._era, self._learnt_at = era, self._clock()
 
 

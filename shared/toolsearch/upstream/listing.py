@@ -46,7 +46,7 @@ def clean_listing(pages: list[list[Any]]) -> Listing:
             if reason is not None:
                 shown = name if isinstance(name, str) and name else "(no name)"
                 dropped.append((shown, reason))
-                log.warning("upstream tool %s dropped: %s", shown, reason)
+                log.warning("upstream tool dropped", extra={"tool": shown, "reason": reason})
                 continue
             seen.add(str(name))
             tools.append(tool)
