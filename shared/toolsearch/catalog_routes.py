@@ -267,7 +267,4 @@ class CatalogRoutes:
         finally:
             elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
-            logger.info(
-                "catalog review" if metric == "catalog_review" else "catalog refresh",
-                extra={"outcome": outcome, "ms": elapsed},
-            )
+            logger.info("catalog route answered", extra={"route": metric, "outcome": outcome, "ms": elapsed})
