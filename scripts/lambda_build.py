@@ -47,7 +47,7 @@ BUILD_TIME_ONLY = (
     "evaluation.py",  # `toolsearch eval`
     "model/fetch.py",  # `toolsearch fetch-model`
     "model/prepare.py",  # fetch-model's int8 and dimension cuts
-    "model/manifest.py",  # the manifest that fetch-model and fine-tune write
+    "model/manifest.py",  # the manifest fetch-model writes (through fetch and prepare)
     "model/finetune.py",  # `toolsearch fine-tune`
     "model/potion-multilingual-128M.lock.json",  # fetch-model's pin
     "data/model",  # the development model: the function's comes from the layer (/opt/model)
