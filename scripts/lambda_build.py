@@ -4,6 +4,9 @@
         The architecture SAM builds LOGICAL_ID for, as pip's platform tag (aarch64 or x86_64).
     python scripts/lambda_build.py size NAME=DIR [NAME=DIR ...]
         Fails when the folders together exceed what Lambda unzips for a function and its layers.
+    python scripts/lambda_build.py trim PACKAGE_DIR
+        Removes from a copy of the toolsearch package what only the command line and the build use
+        (BUILD_TIME_ONLY), and says how many lines it ships and leaves out.
 
 Architecture. SAM passes a makefile build nothing but ARTIFACTS_DIR, yet it writes the build
 graph (`.aws-sam/build.toml`, next to the build folder) before building, with each function's
@@ -12,6 +15,12 @@ architecture resolved from the template and --parameter-overrides. The makefile 
 way to choose) still works where no graph is found (a makefile run by hand); where both exist and
 disagree, the build stops rather than produce a package that cannot import at init.
 
+Trim. The function runs `functions/proxy/app.py` and what it imports; the command line (`toolsearch
+serve`, `eval`, `catalog`, `fetch-model`, `fine-tune`) and the model's build steps are never loaded
+on Lambda, so the package copied into the function leaves them out. BUILD_TIME_ONLY is the one list;
+tests/test_lambda_package.py checks that nothing the handler can import (at module level or inside
+a function) is on it, and runs the trimmed package on the events in events/.
+
 Size. Lambda refuses a function whose code and layers unzip to more than 262,144,000 bytes
 (250 MiB); the check counts file sizes as Lambda does (not disk blocks) and names each part.
 """
@@ -19,12 +28,31 @@ Size. Lambda refuses a function whose code and layers unzip to more than 262,144
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tomllib
 from pathlib import Path
 
 LAMBDA_UNZIPPED_LIMIT = 262_144_000  # bytes: 250 MiB, for the function and all its layers
 PIP_ARCH = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+# Paths inside the toolsearch package that the function leaves out: nothing functions/proxy/app.py
+# imports, directly or through another module, at import or later.
+BUILD_TIME_ONLY = (
+    "cli.py",  # the `toolsearch` command
+    "catalog_cli.py",  # `toolsearch catalog`
+    "serving.py",  # `toolsearch serve` (uvicorn); Lambda has Mangum
+    "host_check.py",  # `toolsearch serve`'s Host header check
+    "evaluation.py",  # `toolsearch eval`
+    "model/fetch.py",  # `toolsearch fetch-model`
+    "model/prepare.py",  # fetch-model's int8 and dimension cuts
+    "model/manifest.py",  # the manifest fetch-model writes (through fetch and prepare)
+    "model/finetune.py",  # `toolsearch fine-tune`
+    "model/potion-multilingual-128M.lock.json",  # fetch-model's pin
+    "data/model",  # the development model: the function's comes from the layer (/opt/model)
+    "data/questions",  # `toolsearch eval`'s questions
+)
 
 
 class BuildError(Exception):
@@ -99,6 +127,37 @@ def check_size(parts: dict[str, Path], limit: int = LAMBDA_UNZIPPED_LIMIT) -> st
     return f"{summary}, {limit - total:,} bytes under Lambda's limit"
 
 
+def python_lines(path: Path) -> tuple[int, int]:
+    """(modules, lines) of the .py files at or under `path`."""
+    files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+    files = [f for f in files if f.suffix == ".py"]
+    return len(files), sum(len(f.read_text(encoding="utf-8").splitlines()) for f in files)
+
+
+def trim(package: Path) -> str:
+    """Removes BUILD_TIME_ONLY from `package` (a copy of toolsearch); a summary of what is left.
+
+    Raises BuildError when an entry is missing: a module renamed or moved must be named anew here,
+    not shipped by default or forgotten."""
+    missing = [entry for entry in BUILD_TIME_ONLY if not (package / entry).exists()]
+    if missing:
+        raise BuildError(f"{package}: BUILD_TIME_ONLY names what is not there: {', '.join(missing)}")
+    out_modules = out_lines = 0
+    for entry in BUILD_TIME_ONLY:
+        target = package / entry
+        modules, lines = python_lines(target)
+        out_modules, out_lines = out_modules + modules, out_lines + lines
+        if target.is_dir():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+    kept_modules, kept_lines = python_lines(package)
+    return (
+        f"toolsearch: {kept_modules} modules ({kept_lines:,} lines) shipped, "
+        f"{out_modules} ({out_lines:,} lines) left out as build-time only"
+    )
+
+
 def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["arch"] and len(argv) == 3:
@@ -107,6 +166,9 @@ def main(argv: list[str]) -> int:
         if argv[:1] == ["size"] and len(argv) > 1:
             parts = dict(part.split("=", 1) for part in argv[1:])
             print(check_size({name: Path(folder) for name, folder in parts.items()}))
+            return 0
+        if argv[:1] == ["trim"] and len(argv) == 2:
+            print(trim(Path(argv[1])))
             return 0
     except BuildError as exc:
         print(f"lambda build: {exc}", file=sys.stderr)

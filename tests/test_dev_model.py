@@ -1,6 +1,6 @@
 """The committed development model (shared/toolsearch/data/model) loads offline with model2vec.
 
-It is built by tools/devmodel (from the base layers/model builds); these tests need only the committed
+It is built by tools/devmodel (from the base tools/devmodel/base builds); these tests need only the committed
 files.
 """
 

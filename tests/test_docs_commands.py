@@ -3,9 +3,10 @@
 A renamed flag must not leave a dead command in a guide (docs/deploy.md's first command once
 said `--quantize int8` for a flag named `--int8`). The commands are taken from code: fenced
 blocks (in a block with `$ ` prompts, only the prompted lines) and inline `code` spans of the
-Markdown files, and ``code`` spans or command lines of the docstrings in bench/, examples/ and
-layers/. A command is a simple shell command whose program is `toolsearch` (any path to it),
-after environment assignments; pipes, redirections, `&&` and comments end it.
+Markdown files, and ``code`` spans or command lines of the docstrings in bench/, examples/,
+layers/ and tools/devmodel/base/ (the development model's base, once in layers/model/). A command
+is a simple shell command whose program is `toolsearch` (any path to it), after environment
+assignments; pipes, redirections, `&&` and comments end it.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ MARKDOWN = [
     ROOT / "CONTRIBUTING.md",
     *sorted((ROOT / "docs").rglob("*.md")),
     *sorted((ROOT / "layers").rglob("*.md")),
+    *sorted((ROOT / "tools" / "devmodel" / "base").rglob("*.md")),
 ]
-PYTHON = [p for folder in ("bench", "examples", "layers") for p in sorted((ROOT / folder).rglob("*.py"))]
+PY_FOLDERS = ("bench", "examples", "layers", "tools/devmodel/base")
+PYTHON = [p for folder in PY_FOLDERS for p in sorted((ROOT / folder).rglob("*.py"))]
 
 
 def documented_commands() -> list[tuple[str, list[str]]]:

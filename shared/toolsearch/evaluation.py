@@ -76,7 +76,7 @@ def evaluation_catalog() -> Catalog:
 
 
 class CosineSearch:
-    """Implements `SearchIndex` by cosine alone: a model measured without BM25 (layers/model).
+    """Implements `SearchIndex` by cosine alone: a model measured without BM25 (tools/devmodel/base).
 
     `tool_vectors` are the catalog's tools as unit rows; `encode_queries` turns queries into unit
     rows the same way (a transformer may embed queries and tools differently, e5 with prefixes).

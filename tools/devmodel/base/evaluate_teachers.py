@@ -15,8 +15,9 @@ tools is in the top k. Uses ``toolsearch.evaluation`` and prints its table, as `
 
 Run in the build venv (``venv.sh`` makes it), offline::
 
-    layers/model/venv.sh layers/model/evaluate_teachers.py
-    layers/model/venv.sh layers/model/evaluate_teachers.py --distill-minilm .cache/devmodel/minilm-static
+    tools/devmodel/base/venv.sh tools/devmodel/base/evaluate_teachers.py
+    tools/devmodel/base/venv.sh tools/devmodel/base/evaluate_teachers.py \\
+        --distill-minilm .cache/devmodel/minilm-static
 
 ``--distill-minilm DIR`` also distils all-MiniLM-L6-v2 into a static model (``model2vec.distill``,
 256 PCA dimensions, as the development model) for ``toolsearch eval --model-dir DIR``.
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT / "shared"))
 
 import minilm  # noqa: E402  (beside this file)

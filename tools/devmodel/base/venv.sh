@@ -7,7 +7,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
+root="$(cd "$here/../../.." && pwd)"
 venv="$root/.cache/devmodel-venv"
 python="${DEVMODEL_PYTHON:-$(command -v python3.11 || true)}"
 if [[ -z "$python" ]]; then

@@ -270,7 +270,7 @@ def align(full_dir: Path, out_dir: Path, transformer_dir: Path, pairs: list[tupl
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--cache-dir", type=Path, default=HERE.parents[1] / ".cache" / "devmodel")
+    p.add_argument("--cache-dir", type=Path, default=HERE.parents[2] / ".cache" / "devmodel")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--lr", type=float, default=0.003)
     p.add_argument("--batch", type=int, default=64)

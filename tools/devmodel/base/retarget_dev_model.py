@@ -135,7 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("source", type=Path, help="the model to retarget (a variant folder)")
     parser.add_argument("out", type=Path)
-    default_cache = Path(__file__).resolve().parents[2] / ".cache" / "devmodel"
+    default_cache = Path(__file__).resolve().parents[3] / ".cache" / "devmodel"
     parser.add_argument("--cache-dir", type=Path, default=default_cache)
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     args = parser.parse_args()

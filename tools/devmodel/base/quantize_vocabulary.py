@@ -6,7 +6,7 @@ loader reads such a model (``mapping`` and ``weights`` tensors), but ``toolsearc
 not offer to make one: on the evaluation set it costs more than it saves (README.md beside this
 file has the figures). This script makes one so the cost can be measured again:
 
-    layers/model/venv.sh layers/model/quantize_vocabulary.py shared/toolsearch/data/model \\
+    tools/devmodel/base/venv.sh tools/devmodel/base/quantize_vocabulary.py shared/toolsearch/data/model \\
         .cache/devmodel/vocab-k2000 --clusters 2000
     cd /tmp && toolsearch eval --model-dir /work/main/.cache/devmodel/vocab-k2000
 
