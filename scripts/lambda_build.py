@@ -42,6 +42,7 @@ PIP_ARCH = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64
 BUILD_TIME_ONLY = (
     "cli.py",  # the `toolsearch` command
     "catalog_cli.py",  # `toolsearch catalog`
+    "explain_cli.py",  # `toolsearch explain` and `catalog --lint` (the routes use search/explain.py)
     "serving.py",  # `toolsearch serve` (uvicorn); Lambda has Mangum
     "host_check.py",  # `toolsearch serve`'s Host header check
     "evaluation.py",  # `toolsearch eval`

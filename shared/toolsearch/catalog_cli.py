@@ -20,34 +20,18 @@ import json
 import os
 import shutil
 import sys
-import unicodedata
 from typing import Any
+
+from .printable import printable
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TOKEN_ENV = "TOOLSEARCH_TOKEN"
 PAGE = 500
 MAX_PAGES = 200  # 100,000 tools: ten times the proxy's default max_catalog_tools
-_ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 
 class CatalogCliError(Exception):
     pass
-
-
-def printable(text: object) -> str:
-    """`text` safe for a terminal: each control, format or separator character as a `\\uXXXX` escape."""
-    text = text if isinstance(text, str) else str(text)
-    if text.isascii() and text.isprintable():
-        return text  # the usual case, without a look at each character
-    return "".join(_escape(ch) if unicodedata.category(ch) in _ESCAPED_CATEGORIES else ch for ch in text)
-
-
-def _escape(ch: str) -> str:
-    code = ord(ch)
-    if code <= 0xFFFF:
-        return f"\\u{code:04x}"
-    code -= 0x10000  # astral (tag characters): a surrogate pair, as JSON writes it
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def add_catalog_arguments(parser: argparse.ArgumentParser) -> None:

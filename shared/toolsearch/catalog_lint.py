@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .catalog import Catalog, Tool
-from .catalog_cli import printable
+from .printable import printable
 from .search.documents import document_tokens, name_words
 from .search.explain import SHORT_DESCRIPTION_WORDS
 

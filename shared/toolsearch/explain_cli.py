@@ -18,7 +18,8 @@ from typing import Any
 
 from . import settings as settings_module
 from .catalog import Catalog
-from .catalog_cli import CatalogCliError, _check, add_catalog_arguments, authorization, base_url, printable
+from .catalog_cli import CatalogCliError, _check, add_catalog_arguments, authorization, base_url
+from .printable import printable
 
 SHOWN_FEATURES = 6  # the ones that moved the score most; --json has them all
 
