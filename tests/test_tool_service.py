@@ -366,7 +366,9 @@ async def test_an_answer_nested_too_deep_is_a_bad_response_not_a_crash():
     ["notes_delete", "Search_Tools", "search_tools ", "", "call_read_tools/../notes_get", "x" * 10_000],
 )
 async def test_a_name_the_service_does_not_have_is_unknown_tool_before_any_listing(name):
-    r = rig()
+    # With alwaysLoad marks honoured (the default), the caller's catalog is read to know whether the
+    # name is marked; with them off, nothing is listed for a name the caller made up.
+    r = rig(always_load_tools=0)
 
     with pytest.raises(UnknownTool) as unknown:
         await r.service.call(CALLER, name, {"id": 1})
@@ -374,6 +376,17 @@ async def test_a_name_the_service_does_not_have_is_unknown_tool_before_any_listi
     assert T.SEARCH_TOOLS in str(unknown.value)  # it names what this server has
     assert r.source.authorizations == [] and r.upstream.calls == []
     assert r.events == []  # nothing counted: the name is the caller's text, not a tool of ours
+
+
+@pytest.mark.parametrize("name", ["notes_delete", "Search_Tools", "x" * 10_000])
+async def test_a_name_neither_pinned_nor_marked_always_load_is_unknown_tool_and_never_called(name):
+    r = rig()
+
+    with pytest.raises(UnknownTool):
+        await r.service.call(CALLER, name, {"id": 1})
+
+    assert r.upstream.calls == []
+    assert not [event for event in r.events if event[0] == "tool_call"]
 
 
 async def test_without_batches_call_read_tools_is_unknown_and_not_listed():

@@ -1,0 +1,58 @@
+"""Whether a query's results match it only weakly, so the model can rephrase instead of guessing.
+
+A match is weak when no result holds any of the query's search terms (after stemming) and the
+query's best cosine with any tool of the catalog is below `WEAK_COSINE`; with BM25 alone there is
+no cosine, and results always share a term, so only an empty answer is weak. The threshold was
+chosen on the public benchmark's dev split, with requests whose needed tools were removed from the
+catalog (where it should fire) and intact requests whose tool is in the top five (where it should
+not): `python -m tools.searchbench weak` prints both rates; tools/searchbench/README.md has them.
+
+Works on any index that exposes its BM25 index as `lexical` (and, for the cosine, `semantic` and
+`embedder`), or is a `LexicalIndex` itself; any other index is never called weak. The cosine is
+only computed when no result shares a term, which is rare, so a search costs one query embedding
+more only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from toolsearch.search import SearchIndex
+from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.text import tokenize_query
+
+__all__ = ["WEAK_COSINE", "Strength", "is_weak", "strength"]
+
+WEAK_COSINE = 0.30  # chosen on the dev split (module docstring)
+
+
+@dataclass(frozen=True, slots=True)
+class Strength:
+    shares_word: bool  # some result holds one of the query's terms
+    best_cosine: float | None  # the query's highest cosine with any tool; None: BM25 alone, or not needed
+
+
+def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine: bool = False) -> Strength:
+    """How well these results (catalog positions) match `query`.
+
+    The cosine is computed when no result shares a term, or always with `cosine=True` (to measure).
+    """
+    lexical = index if isinstance(index, LexicalIndex) else getattr(index, "lexical", None)
+    if not isinstance(lexical, LexicalIndex):
+        return Strength(True, None)
+    terms = list(dict.fromkeys(tokenize_query(query)))
+    shares = bool(terms and positions and lexical.term_matches(terms)[list(positions)].max() > 0)
+    best = None
+    semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
+    if (cosine or not shares) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
+        row = semantic.scores(embedder.encode([query]))[0]
+        best = float(row.max()) if len(row) else 0.0
+    return Strength(shares, best)
+
+
+def is_weak(found: Strength, threshold: float = WEAK_COSINE) -> bool:
+    if found.shares_word:
+        return False
+    return found.best_cosine is None or found.best_cosine < threshold
