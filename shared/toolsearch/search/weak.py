@@ -30,8 +30,12 @@ WEAK_COSINE = 0.30  # chosen on the dev split (module docstring)
 
 @dataclass(frozen=True, slots=True)
 class Strength:
-    shares_word: bool  # some result holds one of the query's terms
+    words_held: float  # the best result's share of the query's distinct search terms (0: none shares one)
     best_cosine: float | None  # the query's highest cosine with any tool; None: BM25 alone, or not needed
+
+    @property
+    def shares_word(self) -> bool:
+        return self.words_held > 0
 
 
 def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine: bool = False) -> Strength:
@@ -41,15 +45,15 @@ def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine
     """
     lexical = index if isinstance(index, LexicalIndex) else getattr(index, "lexical", None)
     if not isinstance(lexical, LexicalIndex):
-        return Strength(True, None)
+        return Strength(1.0, None)
     terms = list(dict.fromkeys(tokenize_query(query)))
-    shares = bool(terms and positions and lexical.term_matches(terms)[list(positions)].max() > 0)
+    held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
     best = None
     semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
-    if (cosine or not shares) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
+    if (cosine or not held) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
         row = semantic.scores(embedder.encode([query]))[0]
         best = float(row.max()) if len(row) else 0.0
-    return Strength(shares, best)
+    return Strength(float(held), best)
 
 
 def is_weak(found: Strength, threshold: float = WEAK_COSINE) -> bool:
