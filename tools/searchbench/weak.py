@@ -67,21 +67,22 @@ def observe(
 
 
 def rates(
-    observations: Sequence[Observation], threshold: float
+    observations: Sequence[Observation], words: float, cosine: float
 ) -> dict[tuple[str, str, str], tuple[int, float]]:
     """(split, phrasing, case) -> (queries, share where the signal fires)."""
     groups: dict[tuple[str, str, str], list[bool]] = {}
     for o in observations:
-        groups.setdefault((o.split, o.phrasing, o.case), []).append(is_weak(o.found, threshold))
+        groups.setdefault((o.split, o.phrasing, o.case), []).append(is_weak(o.found, words, cosine))
     return {key: (len(fired), sum(fired) / len(fired)) for key, fired in sorted(groups.items())}
 
 
-def render(observations: Sequence[Observation], threshold: float) -> str:
+def render(observations: Sequence[Observation], words: float, cosine: float) -> str:
     lines = [
-        f"weak-match signal, cosine below {threshold:.2f} and no result sharing a word with the query",
+        f"weak-match signal: the best result holds under {words:.0%} of the query's terms,"
+        f" its best cosine is under {cosine:.2f}",
         f"{'split':<5} {'asked':<5} {'fires, tools removed':>22} {'fires wrongly, tool in top 5':>30}",
     ]
-    table = rates(observations, threshold)
+    table = rates(observations, words, cosine)
     for split, phrasing in dict.fromkeys((s, p) for s, p, _ in table):
         n_removed, removed = table.get((split, phrasing, "removed"), (0, 0.0))
         n_intact, intact = table.get((split, phrasing, "intact"), (0, 0.0))
