@@ -366,7 +366,9 @@ async def test_an_answer_nested_too_deep_is_a_bad_response_not_a_crash():
     ["notes_delete", "Search_Tools", "search_tools ", "", "call_read_tools/../notes_get", "x" * 10_000],
 )
 async def test_a_name_the_service_does_not_have_is_unknown_tool_before_any_listing(name):
-    r = rig()
+    # With alwaysLoad marks honoured (the default), the caller's catalog is read to know whether the
+    # name is marked; with them off, nothing is listed for a name the caller made up.
+    r = rig(always_load_tools=0)
 
     with pytest.raises(UnknownTool) as unknown:
         await r.service.call(CALLER, name, {"id": 1})
@@ -374,6 +376,17 @@ async def test_a_name_the_service_does_not_have_is_unknown_tool_before_any_listi
     assert T.SEARCH_TOOLS in str(unknown.value)  # it names what this server has
     assert r.source.authorizations == [] and r.upstream.calls == []
     assert r.events == []  # nothing counted: the name is the caller's text, not a tool of ours
+
+
+@pytest.mark.parametrize("name", ["notes_delete", "Search_Tools", "x" * 10_000])
+async def test_a_name_neither_pinned_nor_marked_always_load_is_unknown_tool_and_never_called(name):
+    r = rig()
+
+    with pytest.raises(UnknownTool):
+        await r.service.call(CALLER, name, {"id": 1})
+
+    assert r.upstream.calls == []
+    assert not [event for event in r.events if event[0] == "tool_call"]
 
 
 async def test_without_batches_call_read_tools_is_unknown_and_not_listed():
@@ -721,3 +734,51 @@ async def test_a_pinned_tools_error_carries_structured_content_only_when_it_fits
 async def test_a_pinned_tool_without_an_output_schema_keeps_the_proxys_structured_error():
     r = rig()  # notes_get declares no outputSchema
     assert error_of(await r.service.call(CALLER, "notes_get", {"id": "one"}))["kind"] == "invalid_arguments"
+
+
+# -- tools the upstream marks _meta["anthropic/alwaysLoad"]
+
+
+def marked(definition: dict[str, Any], value: Any = True) -> dict[str, Any]:
+    return {**definition, "_meta": {"anthropic/alwaysLoad": value}}
+
+
+async def test_a_tool_marked_always_load_is_listed_as_a_pinned_one_and_called_directly():
+    r = rig(tools=[NOTES_GET, marked(NOTES_SEARCH), NOTES_DELETE])
+
+    listed = await r.service.list_tools(CALLER)
+    result = await r.service.call(CALLER, "notes_search", {"text": "milk"})
+
+    assert [tool["name"] for tool in listed] == [*FIVE, "notes_get", "notes_search"]
+    assert listed[-1] == marked(NOTES_SEARCH)  # as the upstream defines it
+    assert not result.get("isError") and r.upstream.names() == ["notes_search"]
+    assert await r.service.is_pinned_for(CALLER, "notes_search")
+    assert not await r.service.is_pinned_for(CALLER, "notes_delete")
+
+
+@pytest.mark.parametrize("value", ["true", 1, {"on": True}, None, False])
+async def test_a_mark_that_is_not_true_lists_nothing_and_calls_nothing(value):
+    r = rig(tools=[NOTES_GET, marked(NOTES_SEARCH, value)])
+
+    listed = [tool["name"] for tool in await r.service.list_tools(CALLER)]
+
+    assert listed == [*FIVE, "notes_get"]
+    with pytest.raises(UnknownTool):
+        await r.service.call(CALLER, "notes_search", {"text": "milk"})
+    assert r.upstream.calls == []
+
+
+async def test_marked_tools_are_bounded_first_by_name_and_none_clashes_with_the_five():
+    many = [marked({**NOTES_SEARCH, "name": f"notes_find_{i}"}) for i in range(5)]
+    clash = marked({**NOTES_SEARCH, "name": T.SEARCH_TOOLS})
+    r = rig(tools=[*many, clash, marked(NOTES_GET)], always_load_tools=3)
+
+    listed = [tool["name"] for tool in await r.service.list_tools(CALLER)]
+
+    # notes_get is pinned by the operator already: listed once, and not counted among the three.
+    assert listed == [*FIVE, "notes_get", "notes_find_0", "notes_find_1", "notes_find_2"]
+    with pytest.raises(UnknownTool):
+        await r.service.call(CALLER, "notes_find_3", {"text": "x"})
+    assert [
+        tool["name"] for tool in await rig(tools=many, always_load_tools=0).service.list_tools(CALLER)
+    ] == [*FIVE]

@@ -39,6 +39,7 @@ from .search import Embedder
 from .search.embedding import single_threaded_blas
 from .search.hybrid import Fusion
 from .search.index import make_indexer
+from .search_words import load_search_words
 from .service import ToolsConfig, ToolService
 from .settings import Settings
 from .telemetry import Telemetry
@@ -104,6 +105,7 @@ def tools_config(settings: Settings) -> ToolsConfig:
         search_schemas=settings.search_schemas,
         max_instructions=settings.max_instructions,
         pinned_tools=tuple(settings.pinned_tools),
+        always_load_tools=settings.always_load_tools,
         list_ttl=settings.catalog_ttl,
     )
 
@@ -196,6 +198,7 @@ def build_proxy(
 ) -> Proxy:
     """`response_size` counts answers where they are limited: `ResponseSize.lambda_runtime()` on Lambda.
     `auth_http` reaches the authorization server in exchange mode (its own client by default)."""
+    search_words = load_search_words(settings.search_words_file)  # first: a bad file stops start-up
     telemetry = telemetry or Telemetry()
     size = response_size or ResponseSize.local()
     upstream_url = settings.upstream
@@ -222,7 +225,12 @@ def build_proxy(
     catalogs = CatalogStore(
         catalog_config(settings),
         source,
-        make_indexer(embedder, fusion=Fusion(lexical_weight=settings.lexical_weight), ranker=settings.ranker),
+        make_indexer(
+            embedder,
+            fusion=Fusion(lexical_weight=settings.lexical_weight),
+            ranker=settings.ranker,
+            search_words=search_words,
+        ),
         shared=shared,
         on_event=lambda name: telemetry.count("catalog", event=name),
     )

@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SHORT_DESCRIPTION = 200
+# Hints a tool's `_meta` may carry, read by clients with tool search of their own (Anthropic's).
+SEARCH_HINT = "anthropic/searchHint"  # extra words to index the tool under
+ALWAYS_LOAD = "anthropic/alwaysLoad"  # list the tool beside the five, as a pinned one
+MAX_SEARCH_HINT = 200  # characters of a hint indexed; a longer one is cut, as any upstream text is bounded
 # A sentence ends at . ! or ? before a capital letter or the end; "e.g." and "i.e." do not end one.
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z0-9`(\"']|\s*$)")
 
@@ -41,6 +45,22 @@ class Tool:
     def title(self) -> str:
         title = self.definition.get("title") or _annotations(self.definition).get("title")
         return title if isinstance(title, str) else ""
+
+    @property
+    def search_hint(self) -> str:
+        """`_meta["anthropic/searchHint"]`, cut to MAX_SEARCH_HINT characters; "" when not a string."""
+        hint = _meta(self.definition).get(SEARCH_HINT)
+        return hint[:MAX_SEARCH_HINT] if isinstance(hint, str) else ""
+
+    @property
+    def always_load(self) -> bool:
+        """`_meta["anthropic/alwaysLoad"]` is true (the boolean, nothing else)."""
+        return _meta(self.definition).get(ALWAYS_LOAD) is True
+
+
+def _meta(definition: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = definition.get("_meta")
+    return meta if isinstance(meta, Mapping) else {}
 
 
 def _annotations(definition: Mapping[str, Any]) -> Mapping[str, Any]:

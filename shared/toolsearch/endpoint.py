@@ -288,7 +288,7 @@ class McpEndpoint:
             arguments = {}
         if not isinstance(arguments, dict):
             raise P.RpcError(P.INVALID_PARAMS, "params.arguments must be an object")
-        if modern_headers is not None and self.service.is_pinned(name):
+        if modern_headers is not None and await self.service.is_pinned_for(caller, name):
             # A pinned tool is listed as the upstream defines it, x-mcp-header and all, so the proxy is
             # the server that must check the Mcp-Param-* headers a client mirrors from its arguments.
             schema = await self.service.pinned_input_schema(caller, name)

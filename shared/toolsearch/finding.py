@@ -1,7 +1,10 @@
 """search_tools and describe_tool: what a caller's catalog holds, ranked or by name.
 
 Both read the caller's indexed catalog and nothing else: they never reach the
-upstream, and their answers are data (structured results).
+upstream, and their answers are data (structured results). A query whose results match it only
+weakly (`search.weak`: no result shares a word with it, and none is close in meaning) is marked
+`match: "weak"` with a one-line note, so the model rephrases rather than calls the nearest wrong
+tool; the field is absent otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from . import tooldefs as T
 from .catalog import Tool, short_description
 from .catalog_store import IndexedCatalog
 from .results import error_result, structured_result
+from .search.weak import is_weak, strength
 from .validation import closest_names
 
 EXACT_NAME_PREFIX = "select:"
@@ -22,6 +26,10 @@ EXACT_NAME_PREFIX = "select:"
 # worker thread, so the event loop goes on serving other callers; short ones, nearly all, stay
 # on the loop, where the thread hop costs more than it saves.
 THREAD_ABOVE_CHARS = 200
+WEAK_NOTE = (
+    "No tool here shares a word with this query or is close to it in meaning: rephrase it (the task,"
+    " in other words), or the tool may not exist here."
+)
 
 
 def cut_query(text: str, limit: int) -> str:
@@ -53,26 +61,50 @@ async def search_tools(
     asked = [cut_query(text, max_query_chars) for text in given]
     cut = [i for i, (text, searched) in enumerate(zip(given, asked, strict=True)) if text != searched]
     if sum(len(text) for text in asked) > THREAD_ABOVE_CHARS:
-        ranked = await asyncio.to_thread(entry.index.search, asked, limit)
+        found = await asyncio.to_thread(_find, entry, asked, limit)
     else:
-        ranked = entry.index.search(asked, limit)
-    lists = []
-    for text, hits in zip(asked, ranked, strict=True):
-        positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]
-        tools = entry.catalog.tools
-        lists.append([_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)])
+        found = _find(entry, asked, limit)
+    tools = entry.catalog.tools
+    lists = [
+        [_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)]
+        for positions, _ in found
+    ]
     data: dict[str, Any] = {"total": len(entry.catalog)}
+    notes = []
     if cut:
         which = "The query was" if queries is None else f"Queries {', '.join(str(i + 1) for i in cut)} were"
-        data["note"] = (
+        notes.append(
             f"{which} longer than {max_query_chars} characters: only the start was searched. A few words"
             " naming the task find tools best."
         )
     if queries is None:
         data["tools"] = lists[0]
+        if found[0][1]:
+            data["match"] = "weak"
+            notes.append(WEAK_NOTE)
     else:
-        data["results"] = [{"query": q, "tools": found} for q, found in zip(asked, lists, strict=True)]
+        data["results"] = [
+            _result(q, hits, weak) for q, hits, (_, weak) in zip(asked, lists, found, strict=True)
+        ]
+    if notes:
+        data["note"] = " ".join(notes)
     return structured_result(data)
+
+
+def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
+    """Each query's result positions, and whether they match it only weakly."""
+    found = []
+    for text, hits in zip(asked, entry.index.search(asked, limit), strict=True):
+        positions = _exact_name_first(entry, text, [hit.position for hit in hits])[:limit]
+        found.append((positions, is_weak(strength(entry.index, text, positions))))
+    return found
+
+
+def _result(query: str, tools: list[dict[str, Any]], weak: bool) -> dict[str, Any]:
+    result: dict[str, Any] = {"query": query, "tools": tools}
+    if weak:
+        result |= {"match": "weak", "note": WEAK_NOTE}
+    return result
 
 
 def describe_tools(entry: IndexedCatalog, names: Sequence[str]) -> dict[str, Any]:

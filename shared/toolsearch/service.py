@@ -1,11 +1,12 @@
 """`ToolService`: everything tool-shaped the proxy does for one caller, independent of HTTP.
 
 The five tools (`finding.py` searches and describes, `calling.py` calls), the
-pinned upstream tools listed beside them, the tool list, and the instructions a
-handshake returns. Every failure is data (a tool result, or instructions
-without the upstream's part) except the upstream's refusal of the caller, which
-is raised as `CallerRefused` (`refusal.raise_if_refused`, on every path) for the transport to answer with
-its HTTP status.
+pinned upstream tools listed beside them (the operator's `pinned_tools`, then those the upstream
+marks `_meta["anthropic/alwaysLoad"]: true` in the caller's catalog, at most
+`always_load_tools`), the tool list, and the instructions a handshake returns. Every failure is
+data (a tool result, or instructions without the upstream's part) except the upstream's refusal of
+the caller, which is raised as `CallerRefused` (`refusal.raise_if_refused`, on every path) for the
+transport to answer with its HTTP status.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from . import tooldefs as T
 from .callers import Caller
 from .calling import UpstreamCalls, upstream_details
+from .catalog import Catalog, Tool
 from .catalog_store import CatalogStore
 from .finding import describe_tools, search_tools
 from .nesting import MAX_RELAYED_DEPTH
@@ -50,6 +52,7 @@ class ToolsConfig:
     search_schemas: int  # how many of search_tools' best matches carry their schema
     max_instructions: int  # characters of the upstream's instructions passed on
     pinned_tools: tuple[str, ...] = ()
+    always_load_tools: int = 10  # most tools marked alwaysLoad listed as pinned, per caller
     list_ttl: float = 600.0  # seconds a client may keep the tool list (the catalog's freshness)
 
 
@@ -85,6 +88,7 @@ class ToolService:
             logger.warning("upstream catalog unavailable for tools/list", extra={"outcome": exc.kind})
             return list(self._definitions)
         pinned = [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
+        pinned += [dict(tool.definition) for tool in self._always_loaded(catalog)]
         return self._definitions + pinned
 
     async def instructions(self, caller: Caller) -> str:
@@ -101,7 +105,32 @@ class ToolService:
         return compose_instructions(upstream, self.config.max_instructions)
 
     def is_pinned(self, name: str) -> bool:
+        """Pinned by the operator (`pinned_tools`); `is_pinned_for` also knows the caller's alwaysLoad."""
         return name in self._pinned
+
+    async def is_pinned_for(self, caller: Caller, name: str) -> bool:
+        """Listed beside the five for `caller`: pinned, or marked alwaysLoad in its catalog.
+
+        When the catalog cannot be listed, a name that may be marked counts as pinned: the call then
+        lists again and answers the failure as a tool result, as for a pinned tool.
+        """
+        if name in self._pinned:
+            return True
+        if name in self._schemas or self.config.always_load_tools <= 0:
+            return False
+        try:
+            catalog = (await self.catalogs.get(caller)).catalog
+        except UpstreamError as exc:
+            raise_if_refused(exc)
+            return True
+        return any(tool.name == name for tool in self._always_loaded(catalog))
+
+    def _always_loaded(self, catalog: Catalog) -> list[Tool]:
+        """The catalog's tools marked alwaysLoad and not pinned already: the first few by name."""
+        if self.config.always_load_tools <= 0:
+            return []
+        marked = (t for t in catalog.tools if t.always_load and t.name not in self._pinned)
+        return [t for t in marked if t.name not in self._schemas][: self.config.always_load_tools]
 
     async def pinned_input_schema(self, caller: Caller, name: str) -> Any:
         """A pinned tool's input schema as listed to `caller` (its `x-mcp-header` marks bind headers)."""
@@ -122,13 +151,14 @@ class ToolService:
         `progress` receives the progress of a call through call_read_tool, call_write_tool or a
         pinned tool (the upstream's), or of a call_read_tools batch (calls finished of all).
         """
-        if name not in self._schemas and name not in self._pinned:
+        pinned = name not in self._schemas and await self.is_pinned_for(caller, name)
+        if name not in self._schemas and not pinned:
             raise UnknownTool(f"Unknown tool: {name}. This server has: " + ", ".join(self._schemas))
         started = time.perf_counter()
         metric = name if name in self._schemas else "pinned"
         outcome = "error"
         try:
-            result = await self._run(caller, name, arguments, progress)
+            result = await self._run(caller, name, arguments, progress, pinned)
             outcome = "error" if result.get("isError") else "ok"
             return result
         except CallerRefused as refused:
@@ -143,9 +173,14 @@ class ToolService:
             self._telemetry.timing("tool_call", (time.perf_counter() - started) * 1000, tool=metric)
 
     async def _run(
-        self, caller: Caller, name: str, arguments: dict[str, Any], progress: ProgressSink | None
+        self,
+        caller: Caller,
+        name: str,
+        arguments: dict[str, Any],
+        progress: ProgressSink | None,
+        pinned: bool,
     ) -> dict[str, Any]:
-        if name in self._pinned:
+        if pinned:
             # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
             try:
                 result = await self._calls.call(caller, name, arguments, read_only=False, progress=progress)

@@ -227,7 +227,22 @@ class Settings:
         "Tools",
         metavar="NAMES",
     )
+    always_load_tools: int = _setting(
+        10,
+        'Most upstream tools marked `_meta["anthropic/alwaysLoad"]: true` listed beside the five, as '
+        "pinned tools are (the first by name); 0 ignores the mark.",
+        "Tools",
+        metavar="COUNT",
+    )
     # -- search
+    search_words_file: str = _setting(
+        "",
+        'A JSON file of the operator\'s own search words per tool, `{"tool name": "extra words"}`, '
+        "indexed with each tool (at most 2,000 tools, 500 characters each, 256 KiB); a file that "
+        "cannot be read or is of another shape stops start-up. Empty: none.",
+        "Search",
+        metavar="PATH",
+    )
     embedder: str = _setting(
         "auto",
         "`model2vec` needs a model; `none` searches by words only; `auto` uses a model when one is found.",

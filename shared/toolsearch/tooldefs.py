@@ -34,6 +34,12 @@ _ARGUMENTS = {
 }
 
 _HIT_REF = {"$ref": "#/$defs/hit"}  # defined once in search_tools' output schema
+# Only when it fires (finding.WEAK_NOTE says what to do): absent, it costs no tokens.
+_MATCH = {
+    "type": "string",
+    "enum": ["weak"],
+    "description": "Present when no result shares a word with the query or is close in meaning.",
+}
 # A failed call's structuredContent (isError: true). Declared, so that every result fits the output
 # schema: clients that check it (the Inspector does, on errors too) then show the message.
 _ERROR = {
@@ -127,12 +133,18 @@ def _search_tools(max_query_chars: int) -> dict[str, Any]:
                         "properties": {
                             "query": {"type": "string"},
                             "tools": {"type": "array", "items": _HIT_REF},
+                            "match": _MATCH,
+                            "note": {"type": "string", "description": "What to do about a weak match."},
                         },
                         "required": ["query", "tools"],
                     },
                 },
                 "total": {"type": "integer", "description": "How many tools the catalog holds in all."},
-                "note": {"type": "string", "description": "Which queries were cut, when any was."},
+                "match": _MATCH,
+                "note": {
+                    "type": "string",
+                    "description": "Which queries were cut, when any was; what to do about a weak match.",
+                },
                 "error": _ERROR,
             },
             **_success_or_error("total"),

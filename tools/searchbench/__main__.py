@@ -4,6 +4,7 @@ python -m tools.searchbench                 # every source, dev and test, the bu
 python -m tools.searchbench --split dev     # the split choices are made on
 python -m tools.searchbench --model-dir DIR --lexical-weight 0.5 --json out.json
 python -m tools.searchbench build           # rebuild data/ from the pinned public sources
+python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 """
 
 from __future__ import annotations
@@ -83,9 +84,23 @@ def _train_ranker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _weak(args: argparse.Namespace) -> int:
+    from toolsearch.search.embedder import load_configured_embedder
+    from toolsearch.search.weak import WEAK_COSINE, WEAK_WORDS
+
+    from . import weak
+
+    sources = load_sources(args.split, Path(args.data))
+    if args.source:
+        sources = [s for s in sources if s.name in args.source]
+    embedder = load_configured_embedder(args.embedder, args.model_dir)
+    print(weak.render(weak.observe(sources, embedder, args.ranker), WEAK_WORDS, WEAK_COSINE))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
-    parser.add_argument("command", nargs="?", default="run", choices=("run", "build", "train-ranker"))
+    parser.add_argument("command", nargs="?", default="run", choices=("run", "build", "train-ranker", "weak"))
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
     parser.add_argument("--data", default=str(DATA), help="the folder of source files")
@@ -96,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranker", default="learned", choices=("learned", "fusion"))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-    return {"run": _run, "build": _build, "train-ranker": _train_ranker}[args.command](args)
+    return {"run": _run, "build": _build, "train-ranker": _train_ranker, "weak": _weak}[args.command](args)
 
 
 if __name__ == "__main__":

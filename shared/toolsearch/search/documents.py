@@ -5,7 +5,9 @@ a query word found in a tool's name outweighs the same word found in a long
 description; more repeats lose recall, as BM25's length normalisation punishes
 the longer documents. The weights are the ones `bench/bench_lexical.py --recall`
 finds best on the evaluation set (figures in docs/benchmarks.md, "What the BM25
-documents hold"). Schemas come from the upstream and may be malformed: anything
+documents hold"). A tool's own search hint (`_meta["anthropic/searchHint"]`, `Tool.search_hint`)
+and the operator's words for it (`extra`, the `search_words_file` setting) are indexed once each,
+as description text. Schemas come from the upstream and may be malformed: anything
 that is not the expected shape is skipped, never raised on.
 """
 
@@ -67,17 +69,19 @@ def schema_text(schema: Any) -> list[str]:
     return texts
 
 
-def document_text(tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT) -> str:
-    """The text indexed for `tool`, heavier fields repeated."""
+def document_text(
+    tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT, extra: str = ""
+) -> str:
+    """The text indexed for `tool`, heavier fields repeated; `extra`: the operator's words for it."""
     parts = [name_words(tool.name)] * name_weight
     if title := tool.title:  # always a string: Tool.title skips odd titles and annotations
         parts += [title] * title_weight
-    parts.append(tool.description)
+    parts += [tool.description, tool.search_hint, extra]
     parts += schema_text(tool.input_schema)
     return "\n".join(part for part in parts if part)
 
 
 def document_tokens(
-    tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT
+    tool: Tool, name_weight: int = NAME_WEIGHT, title_weight: int = TITLE_WEIGHT, extra: str = ""
 ) -> list[str]:
-    return tokenize(document_text(tool, name_weight, title_weight))
+    return tokenize(document_text(tool, name_weight, title_weight, extra))

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -23,9 +23,16 @@ from toolsearch.search.documents import name_words
 MAX_DESCRIPTION_CHARS = 1_000  # the first part says what a tool does; the rest dilutes its vector
 
 
-def embedding_text(tool: Tool) -> str:
-    """What of a tool is embedded: its name as words, its title and the start of its description."""
-    parts = [name_words(tool.name), tool.title, tool.description[:MAX_DESCRIPTION_CHARS]]
+def embedding_text(tool: Tool, extra: str = "") -> str:
+    """What of a tool is embedded: its name as words, its title, the start of its description, its
+    search hint and the operator's words for it (`extra`)."""
+    parts = [
+        name_words(tool.name),
+        tool.title,
+        tool.description[:MAX_DESCRIPTION_CHARS],
+        tool.search_hint,
+        extra,
+    ]
     return ". ".join(part.strip() for part in parts if part and part.strip())
 
 
@@ -103,6 +110,10 @@ class EmbeddingIndex:
         return [Hit(int(top[i]), float(scores[top[i]])) for i in order]
 
 
-def build_embedding_index(tools: Sequence[Tool], embedder: Embedder, cache: VectorCache) -> EmbeddingIndex:
-    texts = [embedding_text(tool) for tool in tools]
+def build_embedding_index(
+    tools: Sequence[Tool], embedder: Embedder, cache: VectorCache, extra: Mapping[str, str] | None = None
+) -> EmbeddingIndex:
+    """`extra`: the operator's search words by tool name."""
+    words = extra or {}
+    texts = [embedding_text(tool, words.get(tool.name, "")) for tool in tools]
     return EmbeddingIndex(cache.vectors(embedder, texts))

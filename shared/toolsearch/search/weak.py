@@ -1,0 +1,67 @@
+"""Whether a query's results match it only weakly, so the model can rephrase instead of guessing.
+
+A match is weak when the result that holds most of the query's search terms (after stemming)
+holds under `WEAK_WORDS` of them, and the query's best cosine with any tool of the catalog is
+below `WEAK_COSINE`: next to no word of the query reaches a result, nor does its meaning. With
+BM25 alone there is no cosine to confirm it, so only results that share no term at all (an empty
+answer) are weak. The two thresholds were chosen on the public benchmark's dev split, with
+requests whose needed tools were removed from the catalog (where it should fire) and intact
+requests whose tool is in the top five (where it should not): `python -m tools.searchbench weak`
+prints both rates; tools/searchbench/README.md has them.
+
+Works on any index that exposes its BM25 index as `lexical` (and, for the cosine, `semantic` and
+`embedder`), or is a `LexicalIndex` itself; any other index is never called weak. The cosine is
+only computed when the words are under their threshold, which is rare, so a search costs one query
+embedding more only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from toolsearch.search import SearchIndex
+from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.text import tokenize_query
+
+__all__ = ["WEAK_COSINE", "WEAK_WORDS", "Strength", "is_weak", "strength"]
+
+# Chosen on the dev split to fire wrongly on at most about 2% of queries whose tool is in the top
+# five, for both phrasings (tools/searchbench/README.md, "The weak-match signal").
+WEAK_WORDS = 0.2
+WEAK_COSINE = 0.40
+
+
+@dataclass(frozen=True, slots=True)
+class Strength:
+    words_held: float  # the best result's share of the query's distinct search terms (0: none shares one)
+    best_cosine: float | None  # the query's highest cosine with any tool; None: BM25 alone, or not needed
+
+    @property
+    def shares_word(self) -> bool:
+        return self.words_held > 0
+
+
+def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine: bool = False) -> Strength:
+    """How well these results (catalog positions) match `query`.
+
+    The cosine is computed when the words held are under WEAK_WORDS, or always with `cosine=True`.
+    """
+    lexical = index if isinstance(index, LexicalIndex) else getattr(index, "lexical", None)
+    if not isinstance(lexical, LexicalIndex):
+        return Strength(1.0, None)
+    terms = list(dict.fromkeys(tokenize_query(query)))
+    held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
+    best = None
+    semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
+    if (cosine or held < WEAK_WORDS) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
+        row = semantic.scores(embedder.encode([query]))[0]
+        best = float(row.max()) if len(row) else 0.0
+    return Strength(float(held), best)
+
+
+def is_weak(found: Strength, words: float = WEAK_WORDS, cosine: float = WEAK_COSINE) -> bool:
+    if found.best_cosine is None:  # BM25 alone: nothing to confirm a low share with
+        return not found.shares_word
+    return found.words_held < words and found.best_cosine < cosine

@@ -1,0 +1,83 @@
+"""search_tools says when its results match a query only weakly (`match: "weak"` and a note).
+
+Weak: the best result holds under a fifth of the query's search terms and no tool is close to it
+in meaning (`search.weak`); with BM25 alone, only an answer that shares no word. The field and the
+note are absent otherwise, so an ordinary answer carries nothing more; both are declared in the
+output schema, and a weak answer fits it. Over the demo catalog (567 tools) and the bundled model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from fixtures.result_schemas import misfit
+from toolsearch import tooldefs as T
+from toolsearch.catalog import Catalog
+from toolsearch.catalog_store import IndexedCatalog
+from toolsearch.demo import demo_tools
+from toolsearch.finding import WEAK_NOTE, search_tools
+from toolsearch.search.embedder import load_configured_embedder
+from toolsearch.search.index import make_indexer
+from toolsearch.search.weak import Strength, is_weak
+
+FOUND = "turn on the kitchen lights"
+NOT_HERE = "bake a sourdough loaf"
+SEARCH_TOOLS = T.proxy_tools(max_batch_calls=5, max_query_chars=500)[0]
+
+
+@pytest.fixture(scope="module", params=["hybrid", "lexical"])
+def entry(request) -> IndexedCatalog:
+    catalog = Catalog.from_definitions(demo_tools())
+    embedder = load_configured_embedder("model2vec") if request.param == "hybrid" else None
+    return IndexedCatalog(catalog, make_indexer(embedder)(catalog))
+
+
+async def search(entry: IndexedCatalog, **arguments: Any) -> dict[str, Any]:
+    result = await search_tools(entry, arguments, schemas=3, max_query_chars=500)
+    assert misfit(SEARCH_TOOLS, result) is None
+    return result["structuredContent"]
+
+
+async def test_a_query_nothing_here_matches_is_marked_weak_with_what_to_do(entry):
+    data = await search(entry, query=NOT_HERE)
+
+    assert data["match"] == "weak" and data["note"] == WEAK_NOTE
+
+
+async def test_a_query_that_finds_its_tool_carries_no_mark_and_no_note(entry):
+    data = await search(entry, query=FOUND)
+
+    assert set(data) == {"total", "tools"} and data["tools"][0]["name"].startswith("ha_turn_")
+
+
+async def test_each_query_of_several_is_judged_on_its_own(entry):
+    data = await search(entry, queries=[FOUND, NOT_HERE])
+
+    first, second = data["results"]
+    assert set(first) == {"query", "tools"}
+    assert second["match"] == "weak" and second["note"] == WEAK_NOTE
+    assert "match" not in data and "note" not in data
+
+
+async def test_a_cut_query_keeps_both_notes(entry):
+    data = await search(entry, query=NOT_HERE + " " + "sourdough " * 60)
+
+    assert data["match"] == "weak"
+    assert "only the start was searched" in data["note"] and data["note"].endswith(WEAK_NOTE)
+
+
+@pytest.mark.parametrize(
+    ("found", "weak"),
+    [
+        (Strength(0.0, 0.39), True),
+        (Strength(0.19, 0.1), True),
+        (Strength(0.2, 0.1), False),  # a fifth of the words reach a result
+        (Strength(0.0, 0.41), False),  # close in meaning
+        (Strength(0.0, None), True),  # BM25 alone, nothing shares a word
+        (Strength(0.1, None), False),  # BM25 alone: a shared word, nothing to confirm it is weak
+    ],
+)
+def test_the_rule(found, weak):
+    assert is_weak(found) is weak
