@@ -6,6 +6,7 @@ form (`to_json`/`from_json`) is what the cache tiers store.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ MAX_SEARCH_HINT = 200  # characters of a hint indexed; a longer one is cut, as a
 _SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)(?<!\betc)[.!?](?=\s+[A-Z0-9`(\"']|\s*$)")
 
 
+@functools.lru_cache(maxsize=8192)  # search_tools asks it of the same few thousand descriptions again
 def short_description(text: str, limit: int = SHORT_DESCRIPTION) -> str:
     """The first sentence, or as much of it as fits in `limit` characters."""
     text = " ".join(text.split())

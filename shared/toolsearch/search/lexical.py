@@ -78,6 +78,16 @@ class LexicalIndex:
             matched[positions] = True
         return scores, matched
 
+    def term_scores(self, terms: Sequence[str]) -> np.ndarray:
+        """`scores(terms)` without which documents matched: the same sums, in the same order."""
+        scores = np.zeros(self.size)
+        for term in terms:
+            term_id = self._term_ids.get(term)
+            if term_id is not None:
+                span = slice(self._starts[term_id], self._starts[term_id + 1])
+                scores[self._positions[span]] += self._contributions[span]
+        return scores
+
     def term_matches(self, distinct_terms: Sequence[str]) -> np.ndarray:
         """How many of these (distinct) terms each document holds."""
         counts = np.zeros(self.size)

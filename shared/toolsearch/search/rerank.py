@@ -114,9 +114,10 @@ class FieldIndex:
         self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
 
-    def verb_asked(self, terms: Sequence[str]) -> np.ndarray:
+    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
+        """Whether each candidate's first name term is one of `terms`."""
         asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return np.isin(self.verbs, asked).astype(np.float64)
+        return np.isin(self.verbs[candidates], asked).astype(np.float64)
 
 
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -144,12 +145,12 @@ def features(
     distinct = list(dict.fromkeys(terms))
     columns = [_scaled(whole_scores, candidates)]
     for index in (fields.name, fields.description, fields.parameters):
-        columns.append(_scaled(index.scores(terms)[0], candidates))
+        columns.append(_scaled(index.term_scores(terms), candidates))
     held = fields.whole.term_matches(distinct)[candidates]
     in_name = fields.name.term_matches(distinct)[candidates]
     count = max(len(distinct), 1)
     columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
-    columns.append(fields.verb_asked(terms)[candidates])
+    columns.append(fields.verb_asked(terms, candidates))
     columns.append(_rank_feature(lexical_hits, candidates, fields.size))
     if cosines is not None and len(candidates) and semantic_hits:
         chosen = cosines[candidates].astype(np.float64)
