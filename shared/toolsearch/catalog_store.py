@@ -35,7 +35,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from . import deadline
 from .callers import Caller
@@ -43,6 +43,7 @@ from .catalog import Catalog
 from .catalog_bounds import BoundedKeys, BoundedMap, StrangerGate, WarmCatalogs
 from .refusal import REFUSING_KINDS
 from .search import SearchIndex
+from .tasks import retrieve
 from .upstream import Listing, UpstreamError
 from .validation import Validators
 
@@ -328,7 +329,7 @@ class CatalogStore:
         self._loading[caller.key] = task
         task.add_done_callback(functools.partial(self._forget_load, caller.key))
         # Its waiters may all have been cancelled (shield): read its failure so none goes unretrieved.
-        task.add_done_callback(_retrieve)
+        task.add_done_callback(retrieve)
         return task
 
     def _forget_load(self, key: str, _task: asyncio.Task[IndexedCatalog]) -> None:
@@ -517,11 +518,6 @@ def _copy_error(error: UpstreamError, *, retry_after: float | None) -> UpstreamE
         code=error.code,
         data=error.data,
     )
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:

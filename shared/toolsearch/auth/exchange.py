@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from ..tasks import retrieve
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
 from .tokens import token_hash
@@ -108,7 +109,7 @@ class TokenExchanger:
         if task is None:
             task = self._running[key] = asyncio.create_task(self._exchange(key, token, not_after))
             task.add_done_callback(lambda _done: self._running.pop(key, None))
-            task.add_done_callback(_retrieve)
+            task.add_done_callback(retrieve)
         return await asyncio.shield(task)
 
     def drop(self, token: str, exchanged: Exchanged | None = None) -> None:
@@ -189,8 +190,3 @@ def _description(value: object) -> str:
         return ""
     text = "".join(ch for ch in value if 0x20 <= ord(ch) <= 0x7E and ch not in '"\\')
     return text[:_MAX_DESCRIPTION]
-
-
-def _retrieve(task: asyncio.Task[Exchanged]) -> None:
-    if not task.cancelled():
-        task.exception()
