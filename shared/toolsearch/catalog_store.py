@@ -32,17 +32,18 @@ import logging
 import random
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from . import deadline
+from .bounded import BoundedMap
 from .callers import Caller
 from .catalog import Catalog
-from .catalog_bounds import BoundedKeys, BoundedMap, StrangerGate, WarmCatalogs
+from .catalog_bounds import StrangerGate
 from .refusal import REFUSING_KINDS
 from .search import SearchIndex
+from .tasks import retrieve
 from .upstream import Listing, UpstreamError
 from .validation import Validators
 
@@ -129,22 +130,27 @@ class CatalogStore:
         self._shared = shared
         self._clock = clock
         self._on_event = on_event or (lambda name: None)
-        self._memory: WarmCatalogs[IndexedCatalog] = WarmCatalogs(
-            config.memory_entries, config.memory_per_caller
+        # Warm memory: at most `memory_entries` catalogs, at most `memory_per_caller` of one party
+        # (`Caller.party`: the verified subject in exchange mode, else the key). Past its share a
+        # party's new catalog pushes out its own oldest, never another party's, so one person's many
+        # tokens cannot empty everyone else's warm memory.
+        self._memory: BoundedMap[str, IndexedCatalog] = BoundedMap(
+            config.memory_entries, per_group=config.memory_per_caller
         )
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}  # bounded by requests in flight
-        self._forced = BoundedKeys(MAX_MARKED_KEYS)  # keys whose next load skips the shared tier
+        # Keys whose next load skips the shared tier.
+        self._forced: BoundedMap[str, bool] = BoundedMap(MAX_MARKED_KEYS)
         # Keys whose held catalog is outdated (the upstream said so): listed again before serving,
         # and served still while the upstream cannot list. True once such a listing has failed.
-        self._due: BoundedMap[bool] = BoundedMap(MAX_MARKED_KEYS)
+        self._due: BoundedMap[str, bool] = BoundedMap(MAX_MARKED_KEYS)
         # Keys this process held a catalog for: not strangers (their refusal may cost a write).
-        self._known = BoundedKeys(MAX_KNOWN_KEYS)
+        self._known: BoundedMap[str, bool] = BoundedMap(MAX_KNOWN_KEYS)
         # When each key was refused (unix seconds): no listing begun before then is kept.
-        self._forgotten_at: BoundedMap[float] = BoundedMap(MAX_HELD_REFUSALS)
+        self._forgotten_at: BoundedMap[str, float] = BoundedMap(MAX_HELD_REFUSALS)
         self._strangers = StrangerGate(config.stranger_refusals, config.stranger_window, clock)
-        # Answers the upstream asked to stand for a while, by key: (until, the error). An anonymous
+        # Answers the upstream asked to stand for a while, by key, each until its time. An anonymous
         # caller's 401, and a listing refused as rate-limited with a Retry-After.
-        self._refused: OrderedDict[str, tuple[float, UpstreamError]] = OrderedDict()
+        self._refused: BoundedMap[str, UpstreamError] = BoundedMap(MAX_HELD_REFUSALS, clock=clock)
 
     def __len__(self) -> int:
         return len(self._memory)
@@ -219,7 +225,7 @@ class CatalogStore:
         now = self._clock()
         self._known.discard(key)
         self._forgotten_at.set(key, now)
-        self._forced.add(key)  # should the shared tier not hear of it, this environment still lists
+        self._forced.set(key, True)  # should the shared tier not hear of it, this environment still lists
         if self._shared is not None:
             await self._shared.forget(key, now)
 
@@ -230,7 +236,7 @@ class CatalogStore:
         working catalog away). The shared tier is skipped on that next load: it may hold the same
         outdated list.
         """
-        self._forced.add(key)
+        self._forced.set(key, True)
         if self._memory.get(key) is not None:
             self._due.set(key, False)
 
@@ -273,14 +279,10 @@ class CatalogStore:
     # -- anonymous callers the upstream refused
 
     def _refusal(self, key: str) -> UpstreamError | None:
-        held = self._refused.get(key)
+        held = self._refused.entry(key)
         if held is None:
             return None
-        until, error = held
-        left = until - self._clock()
-        if left <= 0:
-            del self._refused[key]
-            return None
+        error, left = held
         return _copy_error(error, retry_after=left if error.retry_after is not None else None)
 
     def _remember_refusal(self, key: str, error: UpstreamError, seconds: float) -> None:
@@ -293,10 +295,7 @@ class CatalogStore:
         """
         if seconds <= 0:
             return
-        self._refused[key] = (self._clock() + seconds, error)
-        self._refused.move_to_end(key)
-        while len(self._refused) > MAX_HELD_REFUSALS:
-            self._refused.popitem(last=False)
+        self._refused.set(key, error, expires_at=self._clock() + seconds)
 
     # -- loading: single flight per key
 
@@ -328,7 +327,7 @@ class CatalogStore:
         self._loading[caller.key] = task
         task.add_done_callback(functools.partial(self._forget_load, caller.key))
         # Its waiters may all have been cancelled (shield): read its failure so none goes unretrieved.
-        task.add_done_callback(_retrieve)
+        task.add_done_callback(retrieve)
         return task
 
     def _forget_load(self, key: str, _task: asyncio.Task[IndexedCatalog]) -> None:
@@ -493,8 +492,8 @@ class CatalogStore:
         return IndexedCatalog(catalog=catalog, index=index)
 
     def _remember(self, key: str, party: str, entry: IndexedCatalog) -> None:
-        self._known.add(key)
-        for _ in range(self._memory.put(key, party, entry)):
+        self._known.set(key, True)
+        for _ in range(self._memory.set(key, entry, group=party)):
             self._on_event("catalog_evicted_memory")
 
 
@@ -517,11 +516,6 @@ def _copy_error(error: UpstreamError, *, retry_after: float | None) -> UpstreamE
         code=error.code,
         data=error.data,
     )
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
 
 
 def _log_failed_refresh(task: asyncio.Task[IndexedCatalog]) -> None:

@@ -18,9 +18,10 @@ import asyncio
 import contextlib
 import math
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+
+from .bounded import BoundedMap
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
 
@@ -61,7 +62,10 @@ class FairUse:
         self._clock = clock
         self._per_second = max(0.0, config.rate) / 60.0
         self._burst = max(1, config.burst)
-        self._callers: OrderedDict[str, _Caller] = OrderedDict()
+        # A caller with a call waiting or in flight is pinned: its slots are in use.
+        self._callers: BoundedMap[str, _Caller] = BoundedMap(
+            config.max_keys, pinned=lambda caller: caller.users > 0
+        )
 
     def __len__(self) -> int:
         return len(self._callers)
@@ -129,18 +133,8 @@ class FairUse:
         return caller.slots
 
     def _caller(self, key: str) -> _Caller:
-        caller = self._callers.get(key)
-        if caller is not None:
-            self._callers.move_to_end(key)
-            return caller
-        caller = self._callers[key] = _Caller(float(self._burst), self._clock())
-        if len(self._callers) > max(1, self.config.max_keys):
-            self._forget_one(but=key)
+        caller = self._callers.use(key)
+        if caller is None:
+            caller = _Caller(float(self._burst), self._clock())
+            self._callers.set(key, caller)
         return caller
-
-    def _forget_one(self, but: str) -> None:
-        """Drop the least recently used caller with no call waiting or in flight (if any)."""
-        for key, caller in self._callers.items():
-            if caller.users == 0 and key != but:
-                del self._callers[key]
-                return

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from ..tasks import retrieve
+
 logger = logging.getLogger(__name__)
 
 FAILURE_TTL = 5.0  # seconds a failed read is remembered before AWS is asked again
@@ -132,7 +134,7 @@ class ClientCredentials:
             raise SecretUnavailable(str(remembered), remembered.detail)
         if self._reading is None:  # one read for everybody waiting
             self._reading = asyncio.create_task(self._read())
-            self._reading.add_done_callback(_retrieve)  # every waiter may have given up
+            self._reading.add_done_callback(retrieve)  # every waiter may have given up
         try:
             # shield: a request that gives up must not cancel the read the others wait for.
             return await asyncio.wait_for(asyncio.shield(self._reading), self._wait)
@@ -167,8 +169,3 @@ class ClientCredentials:
         basic = base64.b64encode(pair.encode()).decode()
         # The SDK's token handler (and RFC 6749 servers generally) also take client_id in the form.
         return {"client_id": self.client_id}, {"Authorization": f"Basic {basic}"}
-
-
-def _retrieve(task: asyncio.Task[str]) -> None:
-    if not task.cancelled():
-        task.exception()

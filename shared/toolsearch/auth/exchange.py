@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
 
+from ..bounded import BoundedMap
+from ..tasks import retrieve
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
 from .tokens import token_hash
@@ -90,7 +91,7 @@ class TokenExchanger:
         self._http = http
         self._client_auth = client_auth
         self._clock = clock
-        self._held: OrderedDict[str, Exchanged] = OrderedDict()
+        self._held: BoundedMap[str, Exchanged] = BoundedMap(MAX_CACHED, clock=clock)
         self._running: dict[str, asyncio.Task[Exchanged]] = {}
 
     def __len__(self) -> int:
@@ -100,22 +101,21 @@ class TokenExchanger:
         """An upstream token for `token`: the one held, or a new exchange. `not_after`: when the
         caller's own token expires (an exchanged token is never kept past it)."""
         key = token_hash(token)
-        held = self._held.get(key)
-        if held is not None and self._clock() < held.renew_at:
-            self._held.move_to_end(key)
+        held = self._held.use(key)  # held until its renew_at
+        if held is not None:
             return held
         task = self._running.get(key)
         if task is None:
             task = self._running[key] = asyncio.create_task(self._exchange(key, token, not_after))
             task.add_done_callback(lambda _done: self._running.pop(key, None))
-            task.add_done_callback(_retrieve)
+            task.add_done_callback(retrieve)
         return await asyncio.shield(task)
 
     def drop(self, token: str, exchanged: Exchanged | None = None) -> None:
         """Forget the upstream token held for `token` (only `exchanged`, when given: not a newer one)."""
         key = token_hash(token)
         if exchanged is None or self._held.get(key) == exchanged:
-            self._held.pop(key, None)
+            self._held.pop(key)
 
     async def _exchange(self, key: str, token: str, not_after: float | None) -> Exchanged:
         config = self._config
@@ -175,10 +175,7 @@ class TokenExchanger:
         if not_after is not None:
             renew_at = min(renew_at, not_after)
         exchanged = Exchanged(f"Bearer {access}", renew_at, now)
-        self._held[key] = exchanged
-        self._held.move_to_end(key)
-        while len(self._held) > MAX_CACHED:
-            self._held.popitem(last=False)
+        self._held.set(key, exchanged, expires_at=renew_at)
         logger.info("token exchanged", extra={"outcome": "ok", "ms": elapsed})
         return exchanged
 
@@ -189,8 +186,3 @@ def _description(value: object) -> str:
         return ""
     text = "".join(ch for ch in value if 0x20 <= ord(ch) <= 0x7E and ch not in '"\\')
     return text[:_MAX_DESCRIPTION]
-
-
-def _retrieve(task: asyncio.Task[Exchanged]) -> None:
-    if not task.cancelled():
-        task.exception()

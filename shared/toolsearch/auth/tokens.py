@@ -17,13 +17,13 @@ import hashlib
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
+from ..bounded import BoundedMap
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
 
@@ -106,7 +106,7 @@ class IntrospectionValidator:
         self._timeout = timeout
         self._cache_ttl = cache_ttl
         self._clock = clock
-        self._cache: OrderedDict[str, tuple[float, ValidToken | str]] = OrderedDict()
+        self._cache: BoundedMap[str, ValidToken | str] = BoundedMap(MAX_CACHED, clock=clock)
         self._running: dict[str, asyncio.Task[ValidToken | str]] = {}
 
     async def validate(self, token: str) -> ValidToken:
@@ -115,8 +115,8 @@ class IntrospectionValidator:
         key = token_hash(token)
         now = self._clock()
         held = self._cache.get(key)
-        if held is not None and now < held[0]:
-            return _verdict(held[1])
+        if held is not None:
+            return _verdict(held)
         task = self._running.get(key)
         if task is None:
             # One introspection per token at a time: a client's burst asks the issuer once.
@@ -127,10 +127,7 @@ class IntrospectionValidator:
         if isinstance(verdict, ValidToken) and verdict.expires_at is not None:
             until = min(until, verdict.expires_at)
         if self._cache_ttl > 0:
-            self._cache[key] = (until, verdict)
-            self._cache.move_to_end(key)
-            while len(self._cache) > MAX_CACHED:
-                self._cache.popitem(last=False)
+            self._cache.set(key, verdict, expires_at=until)
         return _verdict(verdict)
 
     async def _introspect(self, token: str) -> ValidToken | str:
@@ -169,17 +166,12 @@ class RememberedExpiries:
 
     def __init__(self, validator: TokenValidator, max_entries: int = MAX_CACHED) -> None:
         self._validator = validator
-        self._max_entries = max_entries
-        self._expiries: OrderedDict[str, float] = OrderedDict()
+        self._expiries: BoundedMap[str, float] = BoundedMap(max_entries)
 
     async def validate(self, token: str) -> ValidToken:
         valid = await self._validator.validate(token)
         if valid.expires_at is not None:
-            key = token_hash(token)
-            self._expiries[key] = valid.expires_at
-            self._expiries.move_to_end(key)
-            while len(self._expiries) > self._max_entries:
-                self._expiries.popitem(last=False)
+            self._expiries.set(token_hash(token), valid.expires_at)
         return valid
 
     def expires_at(self, token: str) -> float | None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from toolsearch.bounded import BoundedMap
 from toolsearch.catalog import Tool
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.documents import name_words
@@ -40,8 +40,7 @@ class VectorCache:
     """Tool vectors by the hash of their text, shared across catalogs; least recently used go first."""
 
     def __init__(self, max_entries: int = 50_000) -> None:
-        self.max_entries = max_entries
-        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._vectors: BoundedMap[bytes, np.ndarray] = BoundedMap(max_entries)
         self._lock = threading.Lock()  # indexing runs in worker threads
         self.hits = 0
         self.misses = 0
@@ -49,17 +48,20 @@ class VectorCache:
     def __len__(self) -> int:
         return len(self._vectors)
 
+    @property
+    def max_entries(self) -> int:
+        return self._vectors.max_entries
+
     def vectors(self, embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.blake2b(text.encode(), digest_size=16).digest() for text in texts]
         out = np.zeros((len(texts), embedder.dim), np.float32)
         missing: list[int] = []
         with self._lock:
             for row, key in enumerate(keys):
-                vector = self._vectors.get(key)
+                vector = self._vectors.use(key)
                 if vector is None:
                     missing.append(row)
                 else:
-                    self._vectors.move_to_end(key)
                     out[row] = vector
             self.hits += len(texts) - len(missing)
             self.misses += len(missing)
@@ -68,9 +70,7 @@ class VectorCache:
             out[missing] = fresh
             with self._lock:
                 for row, vector in zip(missing, fresh, strict=True):
-                    self._vectors[keys[row]] = vector
-                while len(self._vectors) > self.max_entries:
-                    self._vectors.popitem(last=False)
+                    self._vectors.set(keys[row], vector)
         return out
 
 

@@ -47,6 +47,7 @@ from toolsearch.protocol import (
     MODERN_VERSION,
     encode_header_value,
 )
+from toolsearch.tasks import retrieve
 
 from . import endpoint_hint
 from .answers import raise_for_status, result_of
@@ -328,7 +329,7 @@ class Upstream:
             # This caller's own instructions (another caller's discovery settled the era).
             asking = self._retrying(lambda: self._instructions(authorization), deadline)
             discover = asyncio.create_task(asking)
-            discover.add_done_callback(_retrieve)  # read even when the pages fail first
+            discover.add_done_callback(retrieve)  # read even when the pages fail first
         try:
             pages = await self._pages(authorization, era, deadline)
             if discover is not None:
@@ -556,9 +557,3 @@ class Upstream:
         if authorization:
             headers["Authorization"] = authorization
         return headers
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    """Read a task's outcome, so that a failure nobody awaited is not logged as never retrieved."""
-    if not task.cancelled():
-        task.exception()

@@ -8,8 +8,9 @@ the value itself is never kept here.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from toolsearch.bounded import BoundedMap
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,25 +27,18 @@ def session_key(authorization: str | None) -> str:
 
 class SessionStore:
     def __init__(self, max_entries: int) -> None:
-        self._max = max(1, max_entries)
-        self._entries: OrderedDict[str, LegacySession] = OrderedDict()
+        self._entries: BoundedMap[str, LegacySession] = BoundedMap(max_entries)
 
     def get(self, key: str) -> LegacySession | None:
-        session = self._entries.get(key)
-        if session is not None:
-            self._entries.move_to_end(key)
-        return session
+        return self._entries.use(key)
 
     def put(self, key: str, session: LegacySession) -> None:
-        self._entries[key] = session
-        self._entries.move_to_end(key)
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._entries.set(key, session)
 
     def drop(self, key: str, session: LegacySession) -> None:
         """Forget `session` unless a newer one already replaced it."""
         if self._entries.get(key) == session:
-            del self._entries[key]
+            self._entries.pop(key)
 
     def clear(self) -> None:
         self._entries.clear()
