@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fixtures.logs import LogCapture
+from fixtures.logs import LogCapture, capture_logs
 from fixtures.mcp_wire import call
 from toolsearch.app import build_proxy
 from toolsearch.settings import Settings
@@ -182,16 +182,8 @@ class OursOnly(LogCapture):
 
 @pytest.fixture
 def json_lines():
-    handler = OursOnly()
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
+    with capture_logs(OursOnly()) as handler:
         yield handler
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
 
 
 async def test_a_json_log_line_carries_its_figures_as_fields(json_lines):
