@@ -54,7 +54,7 @@ def keys_of(count: int, prefix: str = "") -> list[str]:
 
 
 async def memory_per_caller(count: int) -> float:
-    fair = FairUse(FairUseConfig(max_keys=count))
+    fair = FairUse(FairUseConfig(), max_keys=count)
     deadline = asyncio.get_running_loop().time() + 3600
     tracemalloc.start()
     before, _ = tracemalloc.get_traced_memory()
@@ -69,7 +69,7 @@ async def memory_per_caller(count: int) -> float:
 async def main(args: argparse.Namespace) -> dict[str, float]:
     unbounded = FairUse(FairUseConfig(rate=0, concurrency=0))
     bounded = FairUse(FairUseConfig(rate=1e12, burst=10**9))  # the default concurrency; no refusals
-    churning = FairUse(FairUseConfig(rate=1e12, burst=10**9, max_keys=1024))
+    churning = FairUse(FairUseConfig(rate=1e12, burst=10**9), max_keys=1024)
     one = keys_of(1)
     many = keys_of(args.turns // 10, "churn")  # more keys than the map holds: each turn forgets one
     figures = {

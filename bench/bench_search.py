@@ -40,9 +40,8 @@ from benchlib import (
     write_json,
 )
 
-from toolsearch.app import catalog_config, tool_service
+from toolsearch.app import catalog_store, tool_service
 from toolsearch.callers import Caller
-from toolsearch.catalog_store import CatalogStore
 from toolsearch.search.index import make_indexer
 from toolsearch.service import ToolService
 from toolsearch.settings import Settings
@@ -96,7 +95,7 @@ async def measure_size(size: int, embedder: Any, modes: list[str], rounds: int) 
             async def list_tools(self, authorization: str | None) -> Any:
                 return SimpleNamespace(tools=definitions, instructions="")
 
-        store = CatalogStore(catalog_config(settings), Source(), indexer)
+        store = catalog_store(settings, Source(), indexer)
         service = tool_service(settings, store, upstream=None, telemetry=Telemetry())  # search calls nothing
         caller = Caller("Bearer bench", "bench")
         entry = await store.get(caller)  # listed and indexed once; every call after is warm

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.clock import Clock
 from fixtures.demo_upstream import DemoUpstream, caller
-from toolsearch.app import catalog_config, upstream_config
+from toolsearch.app import catalog_store
 from toolsearch.callers import Caller, caller_key
 from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL
@@ -22,8 +22,8 @@ from toolsearch.upstream import Upstream, UpstreamError
 
 def make_store(transport: DemoUpstream, clock: Clock, **settings) -> CatalogStore:
     config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, **settings)
-    upstream = Upstream(DEMO_URL, upstream_config(config), http=httpx.AsyncClient(transport=transport))
-    return CatalogStore(catalog_config(config), upstream, make_indexer(None), clock=clock)
+    upstream = Upstream(DEMO_URL, config.upstream, http=httpx.AsyncClient(transport=transport))
+    return catalog_store(config, upstream, make_indexer(None), clock=clock)
 
 
 async def test_key_is_a_hash_never_the_token():
@@ -119,7 +119,7 @@ async def test_a_load_whose_only_waiter_was_cancelled_fails_without_an_unretriev
             await gate.wait()
             raise UpstreamError("unavailable", "the upstream failed with HTTP 503", status=503)
 
-    store = CatalogStore(catalog_config(Settings(list_retries=0)), FailingSource(), make_indexer(None))
+    store = catalog_store(Settings(list_retries=0), FailingSource(), make_indexer(None))
     loop = asyncio.get_running_loop()
     reported: list[dict] = []
     previous = loop.get_exception_handler()

@@ -169,7 +169,7 @@ async def test_a_slot_is_freed_when_the_call_fails():
 
 
 async def test_many_callers_keep_at_most_max_keys_and_a_busy_caller_is_never_forgotten():
-    fair = FairUse(FairUseConfig(rate=60, burst=1, concurrency=1, max_keys=3), Clock())
+    fair = FairUse(FairUseConfig(rate=60, burst=1, concurrency=1), Clock(), max_keys=3)
     async with holding(fair, "alice", 1):
         for n in range(100):
             await take(fair, f"random-{n}")
@@ -182,7 +182,7 @@ async def test_many_callers_keep_at_most_max_keys_and_a_busy_caller_is_never_for
 
 
 async def test_a_forgotten_caller_comes_back_with_a_full_bucket():
-    fair = FairUse(FairUseConfig(rate=60, burst=1, concurrency=0, max_keys=2), Clock())
+    fair = FairUse(FairUseConfig(rate=60, burst=1, concurrency=0), Clock(), max_keys=2)
     assert await take(fair, "alice") is None
     assert await take(fair, "alice") is not None
     for n in range(5):

@@ -9,9 +9,8 @@ import httpx
 import pytest
 
 from fixtures.mcp_wire import call, modern
-from toolsearch.app import build_proxy, catalog_config, tool_service, upstream_config
+from toolsearch.app import build_proxy, catalog_store, tool_service
 from toolsearch.callers import Caller, caller_key
-from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL, demo_app
 from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
@@ -163,10 +162,8 @@ async def test_another_caller_is_answered_while_a_hostile_search_runs():
     lexical = make_indexer(None)
     settings = Settings(embedder="none")
     http = httpx.AsyncClient(transport=httpx.ASGITransport(demo_app()))
-    upstream = Upstream(DEMO_URL, upstream_config(settings), http=http)
-    store = CatalogStore(
-        catalog_config(settings), upstream, lambda catalog: GatedIndex(lexical(catalog), entered, gate)
-    )
+    upstream = Upstream(DEMO_URL, settings.upstream, http=http)
+    store = catalog_store(settings, upstream, lambda catalog: GatedIndex(lexical(catalog), entered, gate))
     service = tool_service(settings, store, upstream, Telemetry())
     hostile, other = (
         Caller(f"Bearer {t}", caller_key(DEMO_URL, f"Bearer {t}")) for t in ("hostile", "other")

@@ -17,7 +17,7 @@ import jwt
 
 from fixtures.clock import Clock
 from fixtures.demo_upstream import DemoUpstream, caller
-from toolsearch.app import catalog_config, upstream_config
+from toolsearch.app import catalog_store
 from toolsearch.callers import Caller, caller_key
 from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL
@@ -94,8 +94,8 @@ async def test_concurrency_one_allows_one_call_in_flight_for_one_subject_whateve
 
 def warm_store() -> CatalogStore:
     config = Settings(catalog_ttl=600, catalog_max_age=3600, list_retries=0, catalog_memory_entries=16)
-    upstream = Upstream(DEMO_URL, upstream_config(config), http=httpx.AsyncClient(transport=DemoUpstream()))
-    return CatalogStore(catalog_config(config), upstream, make_indexer(None), clock=Clock())
+    upstream = Upstream(DEMO_URL, config.upstream, http=httpx.AsyncClient(transport=DemoUpstream()))
+    return catalog_store(config, upstream, make_indexer(None), clock=Clock())
 
 
 async def test_one_subjects_128_tokens_do_not_evict_another_callers_warm_catalog():

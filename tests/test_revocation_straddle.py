@@ -17,9 +17,8 @@ import pytest
 
 from fixtures.clock import Clock
 from fixtures.sdk_upstream import running_upstream
-from toolsearch.app import catalog_config, upstream_config
+from toolsearch.app import catalog_store
 from toolsearch.callers import Caller
-from toolsearch.catalog_store import CatalogStore
 from toolsearch.lambda_support import catalog_tier
 from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
@@ -60,11 +59,9 @@ async def test_a_slow_listing_that_straddles_a_revocation_is_neither_stored_nor_
     for _ in range(3):
         http = httpx.AsyncClient()
         clients.append(http)
-        upstream = Upstream(sdk_upstream.url, upstream_config(settings), http=http)
+        upstream = Upstream(sdk_upstream.url, settings.upstream, http=http)
         shared = catalog_tier(settings, Telemetry(), clock=clock)
-        stores.append(
-            CatalogStore(catalog_config(settings), upstream, make_indexer(None), shared=shared, clock=clock)
-        )
+        stores.append(catalog_store(settings, upstream, make_indexer(None), shared=shared, clock=clock))
     renewing, refusing, cold = stores
     token = "straddled"
     who = Caller.from_header(sdk_upstream.url, f"Bearer {token}")

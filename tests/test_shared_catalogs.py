@@ -18,7 +18,7 @@ import pytest
 
 from fixtures.clock import Clock
 from fixtures.demo_upstream import DemoUpstream, caller
-from toolsearch.app import catalog_config, upstream_config
+from toolsearch.app import catalog_store
 from toolsearch.catalog_store import CatalogStore
 from toolsearch.demo import DEMO_URL
 from toolsearch.lambda_support import catalog_tier
@@ -59,10 +59,10 @@ async def environments(
     for _ in range(count):
         telemetry = Telemetry()
         http = httpx.AsyncClient(transport=transport)
-        upstream = Upstream(DEMO_URL, upstream_config(config), http=http)
+        upstream = Upstream(DEMO_URL, config.upstream, http=http)
         shared = catalog_tier(config, telemetry, clock=clock)
-        store = CatalogStore(
-            catalog_config(config),
+        store = catalog_store(
+            config,
             upstream,
             make_indexer(None),
             shared=shared,

@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from toolsearch import tooldefs as T
-from toolsearch.app import catalog_config, tool_service
+from toolsearch.app import catalog_store, tool_service
 from toolsearch.callers import Caller, caller_key
-from toolsearch.catalog_store import CatalogStore
 from toolsearch.nesting import MAX_RELAYED_DEPTH
 from toolsearch.progress import Progress
 from toolsearch.refusal import CallerRefused
@@ -133,7 +132,7 @@ def rig(*, tools: list[dict[str, Any]] = TOOLS, instructions: str = INSTRUCTIONS
     source, upstream, telemetry = FakeSource(tools, instructions), FakeUpstream(), Telemetry()
     events: list[tuple[str, dict[str, str]]] = []
     telemetry.add_sink(lambda name, value, dimensions: events.append((name, dict(dimensions))))
-    catalogs = CatalogStore(catalog_config(config), source, make_indexer(None))
+    catalogs = catalog_store(config, source, make_indexer(None))
     return Rig(tool_service(config, catalogs, upstream, telemetry), source, upstream, telemetry, events)
 
 

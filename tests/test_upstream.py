@@ -24,7 +24,6 @@ from fixtures.sdk_upstream import (
     running_upstream,
 )
 from fixtures.servers import start_server
-from toolsearch.app import upstream_config
 from toolsearch.param_headers import InvalidHeaderAnnotation, header_params, mirror
 from toolsearch.protocol import encode_header_value as encode_value
 from toolsearch.settings import Settings
@@ -41,7 +40,7 @@ def new_requests(server: RunningUpstream, since: int) -> list[Any]:
 
 @pytest.fixture
 async def modern(sdk_upstream: RunningUpstream) -> Any:
-    upstream = Upstream(sdk_upstream.url, upstream_config(FAST))
+    upstream = Upstream(sdk_upstream.url, FAST.upstream)
     yield upstream
     await upstream.aclose()
 
@@ -164,7 +163,7 @@ async def test_forbidden_token_is_forbidden(modern):
 
 
 async def test_answer_beyond_the_byte_bound_is_too_large(sdk_upstream):
-    upstream = Upstream(sdk_upstream.url, upstream_config(FAST.replace(max_result_bytes=1000)))
+    upstream = Upstream(sdk_upstream.url, FAST.replace(max_result_bytes=1000).upstream)
     try:
         tools = await tools_by_name(upstream)
         big = "x" * 200_000  # beyond 1000 bytes plus the 64 KiB margin
@@ -181,7 +180,7 @@ async def test_answer_beyond_the_byte_bound_is_too_large(sdk_upstream):
 
 
 async def test_legacy_upstream_falls_back_to_initialize(legacy_server):
-    upstream = Upstream(legacy_server.url, upstream_config(FAST))
+    upstream = Upstream(legacy_server.url, FAST.upstream)
     try:
         since = len(legacy_server.requests)
         listing = await upstream.list_tools(ALICE)
@@ -213,7 +212,7 @@ async def test_legacy_upstream_falls_back_to_initialize(legacy_server):
 
 
 async def test_legacy_sessions_are_per_caller(legacy_server):
-    upstream = Upstream(legacy_server.url, upstream_config(FAST))
+    upstream = Upstream(legacy_server.url, FAST.upstream)
     try:
         alice = await tools_by_name(upstream, ALICE)
         since = len(legacy_server.requests)
@@ -229,7 +228,7 @@ async def test_legacy_sessions_are_per_caller(legacy_server):
 
 
 async def test_expired_legacy_session_fails_the_call_once_and_renews_for_the_next(legacy_server):
-    upstream = Upstream(legacy_server.url, upstream_config(FAST))
+    upstream = Upstream(legacy_server.url, FAST.upstream)
     try:
         tools = await tools_by_name(upstream)
         legacy_server.expire_sessions()
@@ -253,7 +252,7 @@ async def test_expired_legacy_session_fails_the_call_once_and_renews_for_the_nex
 
 
 async def test_expired_legacy_session_is_renewed_once_for_a_listing(legacy_server):
-    upstream = Upstream(legacy_server.url, upstream_config(FAST))
+    upstream = Upstream(legacy_server.url, FAST.upstream)
     try:
         await upstream.list_tools(ALICE)
         legacy_server.expire_sessions()
@@ -276,7 +275,7 @@ async def test_expired_legacy_session_is_renewed_once_for_a_listing(legacy_serve
 
 @pytest.mark.npm
 async def test_everything_server_lists_and_calls(everything_url):
-    upstream = Upstream(everything_url, upstream_config(FAST))
+    upstream = Upstream(everything_url, FAST.upstream)
     try:
         listing = await upstream.list_tools(None)
         assert upstream.era == "legacy"
@@ -384,7 +383,7 @@ def tool(name: str) -> dict:
 async def test_listing_is_retried_on_5xx_and_429(scripted):
     for status in (503, 429):
         app, url = scripted(modern_tools(lambda p: {"tools": [tool("a")]}, fail_first=2, status=status))
-        upstream = Upstream(url, upstream_config(FAST.replace(list_retries=2)))
+        upstream = Upstream(url, FAST.replace(list_retries=2).upstream)
         listing = await upstream.list_tools(ALICE)
         assert [t["name"] for t in listing.tools] == ["a"] and listing.instructions == "hi"
         assert app.methods() == ["server/discover"] * 3 + ["tools/list"]
@@ -393,7 +392,7 @@ async def test_listing_is_retried_on_5xx_and_429(scripted):
 
 async def test_listing_gives_up_after_its_retries(scripted):
     app, url = scripted(modern_tools(lambda p: {"tools": []}, fail_first=100))
-    upstream = Upstream(url, upstream_config(FAST.replace(list_retries=1)))
+    upstream = Upstream(url, FAST.replace(list_retries=1).upstream)
     with pytest.raises(UpstreamError) as caught:
         await upstream.list_tools(ALICE)
     assert (caught.value.kind, caught.value.status, caught.value.retry_after) == ("unavailable", 503, 0.0)
@@ -403,7 +402,7 @@ async def test_listing_gives_up_after_its_retries(scripted):
 
 async def test_calls_are_never_retried(scripted):
     app, url = scripted(modern_tools(lambda p: {"tools": [tool("a")]}))
-    upstream = Upstream(url, upstream_config(FAST.replace(list_retries=3)))
+    upstream = Upstream(url, FAST.replace(list_retries=3).upstream)
     await upstream.list_tools(ALICE)
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
@@ -419,7 +418,7 @@ async def test_pagination_stops_at_a_repeated_cursor_and_drops_duplicates(script
         return {"tools": [tool("b"), tool("c"), {"description": "nameless"}], "nextCursor": "loop"}
 
     app, url = scripted(modern_tools(pages))
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     listing = await upstream.list_tools(ALICE)
     assert [t["name"] for t in listing.tools] == ["a", "b", "c"]
     assert ("b", "duplicate name (the first one is kept)") in listing.dropped
@@ -434,7 +433,7 @@ async def test_pagination_stops_at_max_list_pages(scripted):
         return {"tools": [tool(f"t{page}")], "nextCursor": str(page + 1)}
 
     app, url = scripted(modern_tools(endless))
-    upstream = Upstream(url, upstream_config(FAST.replace(max_list_pages=4)))
+    upstream = Upstream(url, FAST.replace(max_list_pages=4).upstream)
     listing = await upstream.list_tools(ALICE)
     assert len(listing.tools) == 4 and app.methods().count("tools/list") == 4
     await upstream.aclose()
@@ -450,7 +449,7 @@ async def test_sse_stream_that_ends_without_the_answer_is_bad_response(scripted)
         return 200, {"content-type": "text/event-stream"}, stream.encode()
 
     _app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     upstream.era = "modern"
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
@@ -467,7 +466,7 @@ async def test_sse_answer_split_over_lines_is_read(scripted):
         return 200, {"content-type": "text/event-stream; charset=utf-8"}, stream.encode()
 
     _app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     upstream.era = "modern"
     assert await upstream.call_tool(ALICE, tool("a"), {}) == {"content": [], "isError": False}
     await upstream.aclose()
@@ -485,7 +484,7 @@ async def test_unsupported_version_listing_only_handshake_versions_falls_back(sc
         return answer(body, {"tools": [tool("a")]})
 
     app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     listing = await upstream.list_tools(ALICE)
     assert upstream.era == "legacy" and listing.instructions == "old"
     assert app.methods() == ["server/discover", "initialize", "notifications/initialized", "tools/list"]
@@ -498,7 +497,7 @@ async def test_modern_error_on_400_is_not_mistaken_for_legacy(scripted):
         return 400, JSON, json.dumps({"jsonrpc": "2.0", "id": body["id"], "error": error}).encode()
 
     app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
     assert (caught.value.kind, caught.value.code) == ("rpc_error", -32020)
@@ -513,7 +512,7 @@ async def test_slow_upstream_times_out(scripted):
         return answer(body, {"content": []})
 
     _app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST.replace(upstream_timeout=0.3)))
+    upstream = Upstream(url, FAST.replace(upstream_timeout=0.3).upstream)
     upstream.era = "modern"
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
@@ -525,7 +524,7 @@ async def test_connection_refused_is_connect():
     with socket.socket() as sock:  # a port that was free a moment ago and has no listener
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    upstream = Upstream(f"http://127.0.0.1:{port}/mcp", upstream_config(FAST.replace(list_retries=0)))
+    upstream = Upstream(f"http://127.0.0.1:{port}/mcp", FAST.replace(list_retries=0).upstream)
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
     assert caught.value.kind == "connect"
@@ -639,7 +638,7 @@ async def test_session_id_that_is_not_visible_ascii_is_refused(scripted):
         return 400, {}, b"Bad Request"  # a legacy refusal of the modern request
 
     app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     with pytest.raises(UpstreamError) as caught:
         await upstream.call_tool(ALICE, tool("a"), {})
     assert caught.value.kind == "bad_response" and "session id" in caught.value.message
@@ -656,7 +655,7 @@ async def test_cookies_from_one_answer_never_ride_on_the_next_request(scripted):
         return status, {**out, "set-cookie": "session=alice-secret; Path=/"}, payload
 
     _app, url = scripted(script)
-    upstream = Upstream(url, upstream_config(FAST))
+    upstream = Upstream(url, FAST.upstream)
     upstream.era = "modern"
     await upstream.call_tool(ALICE, tool("a"), {})
     await upstream.call_tool(BOB, tool("a"), {})
@@ -679,7 +678,7 @@ def hostile() -> Iterator[RunningHostile]:
     ids=["404 text/plain", "400 text/html", "405 text/plain"],
 )
 async def test_one_callers_plain_4xx_is_that_callers_error_and_changes_no_era(hostile, refusal):
-    upstream = Upstream(hostile.url, upstream_config(FAST))
+    upstream = Upstream(hostile.url, FAST.upstream)
     try:
         await upstream.list_tools(ALICE)
         hostile.upstream.call_answers.append(refusal)
@@ -718,7 +717,7 @@ async def test_a_tools_call_reaches_the_upstream_at_most_once(case):
     era = "legacy" if case == "legacy session expired" else "dual"
     settings = FAST.replace(upstream_timeout=0.5) if case == "timeout" else FAST
     with running_hostile(era=era) as server:
-        upstream = Upstream(server.url, upstream_config(settings))
+        upstream = Upstream(server.url, settings.upstream)
         try:
             await upstream.list_tools(ALICE)
             hostile = server.upstream
@@ -757,7 +756,7 @@ async def test_a_tools_call_reaches_the_upstream_at_most_once(case):
 async def test_discovery_refused_for_one_caller_decides_no_era_for_the_others(hostile):
     # A front end refuses every request with bob's (say, 10 KB) Authorization header.
     hostile.upstream.refused[BOB] = Canned.html(400)
-    upstream = Upstream(hostile.url, upstream_config(FAST))
+    upstream = Upstream(hostile.url, FAST.upstream)
     try:
         with pytest.raises(UpstreamError) as caught:
             await upstream.list_tools(BOB)
@@ -773,7 +772,7 @@ async def test_discovery_refused_for_one_caller_decides_no_era_for_the_others(ho
 
 async def test_a_failed_era_check_keeps_the_era_for_the_others(hostile):
     # Every request checks the era again.
-    upstream = Upstream(hostile.url, upstream_config(FAST.replace(upstream_era_ttl=0)))
+    upstream = Upstream(hostile.url, FAST.replace(upstream_era_ttl=0).upstream)
     try:
         await upstream.list_tools(ALICE)
         hostile.upstream.refused[BOB] = Canned.html(400)
@@ -792,8 +791,8 @@ async def test_a_failed_era_check_keeps_the_era_for_the_others(hostile):
 
 async def test_the_era_is_checked_again_after_upstream_era_ttl():
     with running_hostile(era="legacy") as server:
-        fresh = Upstream(server.url, upstream_config(FAST))  # the default: five minutes
-        expiring = Upstream(server.url, upstream_config(FAST.replace(upstream_era_ttl=0)))
+        fresh = Upstream(server.url, FAST.upstream)  # the default: five minutes
+        expiring = Upstream(server.url, FAST.replace(upstream_era_ttl=0).upstream)
         try:
             for upstream in (fresh, expiring):
                 await upstream.list_tools(ALICE)
@@ -813,7 +812,7 @@ async def test_the_era_is_checked_again_after_upstream_era_ttl():
 
 async def test_concurrent_first_requests_share_one_discovery(hostile):
     hostile.upstream.discover_delay = 0.3
-    upstream = Upstream(hostile.url, upstream_config(FAST))
+    upstream = Upstream(hostile.url, FAST.upstream)
     try:
         callers = [f"Bearer caller-{n}" for n in range(20)]
         results = await asyncio.gather(*(upstream.call_tool(c, TOOLS[0], {"id": 1}) for c in callers))
@@ -834,7 +833,7 @@ def padded_tools(count: int, size: int) -> list[dict]:
 async def test_a_catalog_over_max_catalog_bytes_fails_that_caller_only(hostile):
     hostile.upstream.catalogs[ALICE] = padded_tools(100, 10_000)  # ~1 MB in 10 pages of ~100 KB
     hostile.upstream.page_size = 10
-    upstream = Upstream(hostile.url, upstream_config(FAST.replace(max_catalog_bytes=250_000)))
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_bytes=250_000).upstream)
     try:
         with pytest.raises(UpstreamError) as caught:
             await upstream.list_tools(ALICE)
@@ -850,7 +849,7 @@ async def test_the_catalog_bound_counts_every_byte_of_an_sse_listing(hostile):
     # Three pages, each small, but each after 100 KB of notifications (10 KB each) read and skipped.
     hostile.upstream.catalogs[ALICE] = padded_tools(6, 10)
     hostile.upstream.page_size, hostile.upstream.list_sse_padding = 2, 100_000
-    upstream = Upstream(hostile.url, upstream_config(FAST.replace(max_catalog_bytes=250_000)))
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_bytes=250_000).upstream)
     try:
         with pytest.raises(UpstreamError) as caught:
             await upstream.list_tools(ALICE)
@@ -862,7 +861,7 @@ async def test_the_catalog_bound_counts_every_byte_of_an_sse_listing(hostile):
 
 async def test_a_catalog_over_max_catalog_tools_fails_that_caller_only(hostile):
     hostile.upstream.catalogs[ALICE] = padded_tools(120, 10)
-    upstream = Upstream(hostile.url, upstream_config(FAST.replace(max_catalog_tools=100)))
+    upstream = Upstream(hostile.url, FAST.replace(max_catalog_tools=100).upstream)
     try:
         with pytest.raises(UpstreamError) as caught:
             await upstream.list_tools(ALICE)
@@ -887,7 +886,7 @@ async def test_a_catalog_over_max_catalog_tools_fails_that_caller_only(hostile):
     ],
 )
 async def test_an_authorization_header_http_cannot_carry_is_named_and_never_sent(hostile, authorization, why):
-    upstream = Upstream(hostile.url, upstream_config(FAST.replace(list_retries=3)))
+    upstream = Upstream(hostile.url, FAST.replace(list_retries=3).upstream)
     try:
         for attempt in (upstream.list_tools(authorization), upstream.call_tool(authorization, TOOLS[0], {})):
             with pytest.raises(UpstreamError) as caught:
@@ -901,7 +900,7 @@ async def test_an_authorization_header_http_cannot_carry_is_named_and_never_sent
 
 
 async def test_text_that_is_not_unicode_is_refused_before_sending(hostile):
-    upstream = Upstream(hostile.url, upstream_config(FAST))
+    upstream = Upstream(hostile.url, FAST.upstream)
     try:
         await upstream.list_tools(ALICE)
         with pytest.raises(UpstreamError) as caught:
@@ -917,7 +916,7 @@ async def test_no_task_exception_is_left_unretrieved_when_discovery_and_listing_
     unretrieved: list[dict] = []
     previous = loop.get_exception_handler()
     loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
-    upstream = Upstream(hostile.url, upstream_config(FAST))
+    upstream = Upstream(hostile.url, FAST.upstream)
     try:
         await upstream.list_tools(ALICE)  # the era is known: discovery runs beside the pages
         hostile.upstream.refused["Bearer refused"] = Canned(503, "text/plain", b"down")

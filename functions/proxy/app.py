@@ -48,9 +48,9 @@ from toolsearch.settings import from_env  # noqa: E402
 from toolsearch.telemetry import Telemetry  # noqa: E402
 
 settings = from_env()
-configure_logging(settings.log_level)
+configure_logging(settings.server.log_level)
 # Named like the package, so every `toolsearch.*` log record carries the Lambda context.
-logger = Logger(service="toolsearch", level=settings.log_level)
+logger = Logger(service="toolsearch", level=settings.server.log_level)
 # Other libraries' records (Mangum's request line) carry it too: the request id on every line.
 format_other_records_with(logger.registered_formatter)
 
@@ -58,7 +58,7 @@ loop = InvocationLoop()  # before Mangum, which adopts the current loop
 telemetry = Telemetry()
 metrics = EmfMetrics()
 telemetry.add_sink(metrics)
-embedder = load_configured_embedder(settings.embedder, settings.model_dir)
+embedder = load_configured_embedder(settings.search.embedder, settings.search.model_dir)
 proxy = build_proxy(
     settings,
     shared=catalog_tier(settings, telemetry),
@@ -95,7 +95,7 @@ def handler(event: dict, context: object) -> dict:
         _first = False
         facts = {
             "search": "hybrid" if embedder is not None else "lexical",
-            "catalog_tier": "dynamodb" if settings.dynamodb_table else "memory",
+            "catalog_tier": "dynamodb" if settings.catalog.dynamodb_table else "memory",
         }
         if _restored:
             telemetry.count("restore")

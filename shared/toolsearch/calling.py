@@ -18,7 +18,6 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import deadline as request_deadline
@@ -26,11 +25,12 @@ from . import protocol as P
 from .callers import Caller
 from .catalog import Tool
 from .catalog_store import CatalogStore, IndexedCatalog
-from .fairness import CallerLimited, FairUse, FairUseConfig
+from .fairness import CallerLimited, FairUse
 from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .progress import Progress, ProgressSink
 from .refusal import REFUSING_KINDS
 from .results import error_result, limit_result, structured_result
+from .settings import FairUseConfig, ToolsConfig, UpstreamConfig
 from .upstream import UpstreamError
 from .validation import SchemaUnusable, Uncheckable, check_arguments, clear_typo_of, closest_names
 
@@ -52,13 +52,6 @@ class ToolCaller(Protocol):
     ) -> Awaitable[dict[str, Any]]: ...
 
 
-@dataclass(frozen=True)
-class CallLimits:
-    validation_timeout: float  # seconds to check a call's arguments
-    upstream_timeout: float  # seconds one call may take upstream
-    max_result_bytes: int  # the largest result passed on, as the answer counts it
-
-
 class UpstreamCalls:
     """Calls of upstream tools for one process: checked, sent once, their results bounded."""
 
@@ -66,12 +59,16 @@ class UpstreamCalls:
         self,
         catalogs: CatalogStore,
         upstream: ToolCaller,
-        limits: CallLimits,
+        tools: ToolsConfig,
+        limits: UpstreamConfig,
         size: Callable[[Any], int],
         fair: FairUse | None = None,
     ) -> None:
+        """`tools` bounds the checks (`validation_timeout`); `limits` one call (`timeout`) and its
+        result (`max_result_bytes`)."""
         self._catalogs = catalogs
         self._upstream = upstream
+        self._validation_timeout = tools.validation_timeout
         self._limits = limits
         self._fair = FairUse(FairUseConfig()) if fair is None else fair  # what one caller may send upstream
         self._size = size  # bytes a value takes in the answer (on Lambda: as the runtime serialises it)
@@ -122,7 +119,7 @@ class UpstreamCalls:
             fits = isinstance(schema, Mapping) and not await check_arguments(
                 schema,
                 result["structuredContent"],
-                timeout=self._limits.validation_timeout,
+                timeout=self._validation_timeout,
                 validators=entry.validators,
             )
         except (SchemaUnusable, Uncheckable):
@@ -136,7 +133,7 @@ class UpstreamCalls:
         calls finished of all: the calls' own upstream counts, interleaved, would not increase, as the
         spec requires."""
         await self._catalogs.get(caller)  # one listing for the whole batch, before the calls fan out
-        deadline = self._limits.validation_timeout + self._limits.upstream_timeout + 1.0
+        deadline = self._validation_timeout + self._limits.timeout + 1.0
         # The whole batch is one answer: each call gets its share, less room for the line that heads it.
         count = max(1, len(calls))
         share = max(1, (self._limits.max_result_bytes - BATCH_LINE_BYTES * count) // count)
@@ -191,7 +188,7 @@ class UpstreamCalls:
             arguments = {}
         if not isinstance(arguments, dict):
             return _invalid(tool, ["arguments: must be an object"]), "invalid_arguments"
-        timeout = self._limits.validation_timeout
+        timeout = self._validation_timeout
         try:
             problems = await check_arguments(
                 tool.input_schema, arguments, timeout=timeout, validators=entry.validators
@@ -206,7 +203,7 @@ class UpstreamCalls:
         if problems:
             return _invalid(tool, problems), "invalid_arguments"
         # One deadline for the wait for a slot and the call: the caller waits no longer than before.
-        deadline = request_deadline.within(self._limits.upstream_timeout)
+        deadline = request_deadline.within(self._limits.timeout)
         try:
             async with self._fair.turn(caller.party, deadline):  # a verified subject is one caller
                 with request_deadline.answer_by(deadline):

@@ -43,6 +43,7 @@ from .catalog import Catalog
 from .catalog_bounds import StrangerGate
 from .refusal import REFUSING_KINDS
 from .search import SearchIndex
+from .settings import CatalogConfig
 from .tasks import retrieve
 from .upstream import Listing, UpstreamError
 from .validation import Validators
@@ -63,20 +64,6 @@ class IndexedCatalog:
     catalog: Catalog
     index: SearchIndex
     validators: Validators = field(default_factory=Validators)
-
-
-@dataclass(frozen=True)
-class CatalogConfig:
-    ttl: float  # seconds a catalog is fresh
-    max_age: float  # seconds a stale one may still be served while it is refreshed
-    memory_entries: int  # catalogs kept in warm memory
-    write_tools: frozenset[str] = frozenset()  # always writes, whatever their annotations say
-    read_tools: frozenset[str] = frozenset()  # read-only though the upstream does not say so
-    lease_seconds: float = 60.0  # how long one environment may hold a key's listing lease
-    unauthorized_ttl: float = 5.0  # seconds an anonymous 401 is answered again without the upstream
-    memory_per_caller: int = 8  # warm catalogs one party (a verified subject, else a key) may hold
-    stranger_refusals: int = 20  # never-seen tokens the upstream may refuse per window; 0: no bound
-    stranger_window: float = 60.0  # seconds of that window
 
 
 class CatalogSource(Protocol):
@@ -123,8 +110,14 @@ class CatalogStore:
         shared: SharedTier | None = None,
         clock: Callable[[], float] = time.time,
         on_event: EventSink | None = None,
+        lease_seconds: float = 60.0,
     ) -> None:
+        """`lease_seconds`: how long one environment may hold a key's listing lease in the shared tier
+        (`build_proxy` gives twice `upstream_timeout`, a listing's deadline, with room to store it)."""
         self._config = config
+        self._lease = lease_seconds
+        self._write_tools = frozenset(config.write_tools)  # always writes, whatever their annotations say
+        self._read_tools = frozenset(config.read_tools)  # read-only though the upstream does not say so
         self._source = source
         self._indexer = indexer
         self._shared = shared
@@ -135,7 +128,7 @@ class CatalogStore:
         # party's new catalog pushes out its own oldest, never another party's, so one person's many
         # tokens cannot empty everyone else's warm memory.
         self._memory: BoundedMap[str, IndexedCatalog] = BoundedMap(
-            config.memory_entries, per_group=config.memory_per_caller
+            max(1, config.memory_entries), per_group=max(1, config.memory_per_caller)
         )
         self._loading: dict[str, asyncio.Task[IndexedCatalog]] = {}  # bounded by requests in flight
         # Keys whose next load skips the shared tier.
@@ -147,13 +140,18 @@ class CatalogStore:
         self._known: BoundedMap[str, bool] = BoundedMap(MAX_KNOWN_KEYS)
         # When each key was refused (unix seconds): no listing begun before then is kept.
         self._forgotten_at: BoundedMap[str, float] = BoundedMap(MAX_HELD_REFUSALS)
-        self._strangers = StrangerGate(config.stranger_refusals, config.stranger_window, clock)
+        self._strangers = StrangerGate(max(0, config.stranger_refusals), config.stranger_window, clock)
         # Answers the upstream asked to stand for a while, by key, each until its time. An anonymous
         # caller's 401, and a listing refused as rate-limited with a Retry-After.
         self._refused: BoundedMap[str, UpstreamError] = BoundedMap(MAX_HELD_REFUSALS, clock=clock)
 
     def __len__(self) -> int:
         return len(self._memory)
+
+    @property
+    def ttl(self) -> float:
+        """Seconds a catalog is fresh: how long a client may keep what was listed from it."""
+        return self._config.ttl
 
     def _age(self, entry: IndexedCatalog) -> float:
         return self._clock() - entry.catalog.fetched_at
@@ -435,7 +433,7 @@ class CatalogStore:
             await self._shared.release_lease(caller.key, holder)
 
     def _lease_seconds(self) -> float:
-        return self._config.lease_seconds
+        return self._lease
 
     async def _read_shared(self, key: str, *, recheck: bool = False) -> Catalog | None:
         """The shared copy of a key's catalog when it is younger than `catalog_max_age`. A `recheck`
@@ -450,7 +448,7 @@ class CatalogStore:
                 self._on_event("catalog_miss_shared")
             return None
         try:
-            return Catalog.from_json(stored.data, self._config.write_tools, self._config.read_tools)
+            return Catalog.from_json(stored.data, self._write_tools, self._read_tools)
         except ValueError:
             self._on_event("catalog_corrupt_shared")
             logger.warning("shared catalog unreadable; listing the upstream instead")
@@ -474,8 +472,8 @@ class CatalogStore:
             listing.tools,
             instructions=listing.instructions,
             fetched_at=began,
-            write_tools=self._config.write_tools,
-            read_tools=self._config.read_tools,
+            write_tools=self._write_tools,
+            read_tools=self._read_tools,
         )
         entry = await self._index(catalog)
         shared = self._shared

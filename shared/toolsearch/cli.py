@@ -29,21 +29,21 @@ def _serve(args: argparse.Namespace) -> int:
     config = settings_module.from_args(args)
     if args.demo:
         config = config.replace(upstream="")
-    configure_logging(config.log_level)
-    embedder = load_configured_embedder(config.embedder, config.model_dir)
+    configure_logging(config.server.log_level)
+    embedder = load_configured_embedder(config.search.embedder, config.search.model_dir)
     proxy = build_proxy(config, embedder=embedder)
-    upstream = config.upstream or "the built-in demo upstream"
+    upstream = config.upstream.url or "the built-in demo upstream"
     search = "hybrid (BM25 + embeddings)" if embedder is not None else "lexical only (BM25; no model)"
     print(
         f"mcp-toolsearch-proxy {__version__}\n"
         f"  upstream: {upstream}\n"
         f"  search:   {search}\n"
-        f"  MCP endpoint for your client: http://{config.host}:{config.port}/mcp",
+        f"  MCP endpoint for your client: http://{config.server.host}:{config.server.port}/mcp",
         file=sys.stderr,
         flush=True,
     )
     app = served_app(proxy.app, config)
-    uvicorn.run(app, host=config.host, port=config.port, **uvicorn_options(config))
+    uvicorn.run(app, host=config.server.host, port=config.server.port, **uvicorn_options(config))
     return 0
 
 
@@ -68,20 +68,21 @@ def _eval(args: argparse.Namespace) -> int:
     from .search.hybrid import Fusion
 
     config = settings_module.from_args(args)
-    embedder = load_configured_embedder(config.embedder, config.model_dir)
-    fusions = {"fused": Fusion(lexical_weight=config.lexical_weight)}
+    embedder = load_configured_embedder(config.search.embedder, config.search.model_dir)
+    fusions = {"fused": Fusion(lexical_weight=config.search.lexical_weight)}
     if args.fusion == "all":
         fusions = {
             "hybrid rrf": Fusion(method="rrf"),
             **{f"hybrid w={w:.1f}": Fusion(lexical_weight=w) for w in (0.2, 0.4, 0.6, 0.7, 0.8, 0.9)},
         }
-    model = "no model" if embedder is None else f"model {config.model_dir or 'default'} ({embedder.dim} dims)"
+    search = config.search
+    model = "no model" if embedder is None else f"model {search.model_dir or 'default'} ({embedder.dim} dims)"
     if args.bench in ("public", "all"):
-        status = _eval_public(embedder, config.ranker, Fusion(lexical_weight=config.lexical_weight), model)
+        status = _eval_public(embedder, search.ranker, Fusion(lexical_weight=search.lexical_weight), model)
         if status or args.bench == "public":
             return status
         print()
-    figures = evaluation.evaluate(embedder, fusions, config.ranker)
+    figures = evaluation.evaluate(embedder, fusions, config.search.ranker)
     print(f"evaluation set (our own made-up catalog), {model}")
     print(evaluation.render(figures, len(evaluation.evaluation_catalog())))
     others = {folder: _load_other(folder) for folder in args.compare or []}
@@ -150,7 +151,7 @@ def _fetch_model(args: argparse.Namespace) -> int:
     try:
         folder = fetch_model(
             args.model_dir,
-            endpoint=args.hub_endpoint or config.hub_endpoint,
+            endpoint=args.hub_endpoint or config.model.hub_endpoint,
             revision=args.revision,
             quantize="int8" if args.int8 else None,
             dims=args.dims,

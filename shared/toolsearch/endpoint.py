@@ -18,7 +18,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -36,6 +35,7 @@ from .refusal import CallerRefused
 from .response_size import JsonAnswer, ResponseSize
 from .results import limit_result
 from .service import ToolService, UnknownTool
+from .settings import EndpointConfig
 from .streaming import ProgressStream, accepts_event_stream
 from .telemetry import Telemetry
 
@@ -54,12 +54,6 @@ LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call", *EMPTY_LISTS
 MODERN_METHODS = {"server/discover", "tools/list", "tools/call", *EMPTY_LISTS, *NOTHING_TO_GET}
 # Fields of a result that only the 2026-07-28 era has: a handshake-era reply carries none of them.
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    max_body_bytes: int
-    request_read_timeout: float  # seconds for a whole request body
 
 
 class McpEndpoint:
@@ -241,7 +235,7 @@ class McpEndpoint:
         modern_headers: Mapping[str, str] | None,
         progress: ProgressSink | None,
     ) -> dict[str, Any]:
-        ttl = {"ttlMs": int(self.service.config.list_ttl * 1000), "cacheScope": "private"}
+        ttl = {"ttlMs": int(self.service.catalogs.ttl * 1000), "cacheScope": "private"}
         if env.method == "server/discover":
             return {
                 "supportedVersions": list(P.SUPPORTED_VERSIONS),

@@ -19,19 +19,11 @@ import contextlib
 import math
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 
 from .bounded import BoundedMap
+from .settings import FairUseConfig
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
-
-
-@dataclass(frozen=True)
-class FairUseConfig:
-    concurrency: int = 4  # calls of one caller in flight at once; 0: no bound
-    rate: float = 60.0  # calls a minute of one caller, on average; 0: no bound
-    burst: int = 20  # calls one caller may send at once after a pause
-    max_keys: int = MAX_KEYS
 
 
 class CallerLimited(Exception):
@@ -57,15 +49,15 @@ class _Caller:
 class FairUse:
     """The per-caller bounds of one process. `clock` (seconds, monotonic) refills the buckets."""
 
-    def __init__(self, config: FairUseConfig, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, config: FairUseConfig, clock: Callable[[], float] = time.monotonic, *, max_keys: int = MAX_KEYS
+    ) -> None:
         self.config = config
         self._clock = clock
         self._per_second = max(0.0, config.rate) / 60.0
         self._burst = max(1, config.burst)
         # A caller with a call waiting or in flight is pinned: its slots are in use.
-        self._callers: BoundedMap[str, _Caller] = BoundedMap(
-            config.max_keys, pinned=lambda caller: caller.users > 0
-        )
+        self._callers: BoundedMap[str, _Caller] = BoundedMap(max_keys, pinned=lambda caller: caller.users > 0)
 
     def __len__(self) -> int:
         return len(self._callers)

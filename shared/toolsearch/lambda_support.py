@@ -145,7 +145,7 @@ def _due(scope: dict[str, Any], settings: Settings) -> float | None:
         due.append(now + remaining() / 1000 - LAMBDA_MARGIN)
     event = scope.get("aws.event")
     if isinstance(event, dict) and through_api_gateway(event):
-        due.append(now + settings.api_gateway_timeout - _waited_at_gateway(event, settings))
+        due.append(now + settings.server.api_gateway_timeout - _waited_at_gateway(event, settings))
     return min(due) if due else None
 
 
@@ -165,7 +165,7 @@ def _waited_at_gateway(event: dict[str, Any], settings: Settings) -> float:
     if not isinstance(arrived, int | float) or isinstance(arrived, bool):
         return 0.0
     waited = time.time() - arrived / 1000
-    return waited if 0 <= waited < settings.api_gateway_timeout else 0.0
+    return waited if 0 <= waited < settings.server.api_gateway_timeout else 0.0
 
 
 NOT_HTTP_EVENT = "not an HTTP event: expected API Gateway or a function URL"
@@ -238,7 +238,7 @@ def catalog_tier(
     while one environment lists a stale catalog again, the others serve the shared copy instead
     of listing too. Readers judge freshness by `fetched_at`. `clock` is for tests.
     """
-    if not settings.dynamodb_table:
+    if not settings.catalog.dynamodb_table:
         return None
     # boto3 (in the Lambda runtime) is slow to import (docs/deploy.md, "Cold starts"): pay it at
     # init rather than in the first request, so SnapStart or provisioned concurrency can hold it too.
@@ -247,5 +247,6 @@ def catalog_tier(
     from .cache.dynamo import DynamoSharedTier
 
     count: Callable[[str], None] = lambda name: telemetry.count("catalog", event=name)  # noqa: E731
-    lifetime = max(settings.catalog_max_age, settings.catalog_ttl, 1.0)
-    return DynamoSharedTier(settings.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)
+    catalog = settings.catalog
+    lifetime = max(catalog.max_age, catalog.ttl, 1.0)
+    return DynamoSharedTier(catalog.dynamodb_table, ttl_seconds=lifetime, on_event=count, clock=clock)

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from toolsearch.metadata_relay import MetadataRelay
+from toolsearch.settings import OAuthConfig
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -108,13 +109,6 @@ def resource_of(public_url: str) -> str:
 class MetadataDocument:
     body: dict[str, Any]
     cache_control: str
-
-
-@dataclass(frozen=True)
-class OAuthConfig:
-    public_url: str = ""  # the proxy's own URL; empty derives it from each request
-    authorization_servers: tuple[str, ...] = ()  # empty: the upstream's, from its metadata
-    metadata_timeout: float = 5.0  # seconds for one read of the upstream's metadata
 
 
 class ProtectedResource:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from . import tooldefs as T
@@ -27,6 +26,7 @@ from .nesting import MAX_RELAYED_DEPTH
 from .progress import ProgressSink
 from .refusal import CallerRefused, raise_if_refused
 from .results import error_result
+from .settings import ToolsConfig
 from .telemetry import Telemetry
 from .upstream import UpstreamError
 from .validation import Uncheckable, Validators, argument_errors
@@ -43,17 +43,6 @@ TOO_LARGE_ADVICE = {
 
 class UnknownTool(Exception):
     """A tools/call of a tool this server does not list (a protocol error, not a tool result)."""
-
-
-@dataclass(frozen=True)
-class ToolsConfig:
-    max_batch_calls: int  # 0 removes call_read_tools
-    max_query_chars: int
-    search_schemas: int  # how many of search_tools' best matches carry their schema
-    max_instructions: int  # characters of the upstream's instructions passed on
-    pinned_tools: tuple[str, ...] = ()
-    always_load_tools: int = 10  # most tools marked alwaysLoad listed as pinned, per caller
-    list_ttl: float = 600.0  # seconds a client may keep the tool list (the catalog's freshness)
 
 
 class ToolService:

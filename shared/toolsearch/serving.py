@@ -110,15 +110,14 @@ def with_cors(app: ASGIApp, allowed_origins: Sequence[str]) -> ASGIApp:
 def served_app(app: ASGIApp, settings: Settings) -> ASGIApp:
     """`app` as `toolsearch serve` serves it: the Host checked first (every route, preflights
     included), then browsers' CORS preflights answered."""
-    cors = with_cors(app, settings.allowed_origins)
-    return with_host_check(cors, settings.host, settings.port, settings.allowed_hosts)
+    cors = with_cors(app, settings.endpoint.allowed_origins)
+    return with_host_check(cors, settings.server.host, settings.server.port, settings.server.allowed_hosts)
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """The uvicorn settings of `toolsearch serve`, past host and port."""
-    protocol = type(
-        "HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": settings.request_read_timeout}
-    )
+    header_timeout = settings.endpoint.request_read_timeout
+    protocol = type("HeaderDeadlineProtocol", (HeaderDeadlineProtocol,), {"header_timeout": header_timeout})
     return {
         "http": protocol,
         "log_level": "warning",

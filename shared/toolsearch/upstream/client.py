@@ -49,9 +49,9 @@ from toolsearch.protocol import (
 )
 from toolsearch.tasks import retrieve
 
+from ..settings import UpstreamConfig
 from . import endpoint_hint
 from .answers import raise_for_status, result_of
-from .config import UpstreamConfig
 from .era import (
     LEGACY,
     MODERN,
