@@ -440,3 +440,33 @@ async def test_a_param_header_that_comes_twice_is_a_mismatch_and_no_call_is_sent
     assert (reply.status_code, reply.json()["error"]["code"]) == (400, -32020)
     sent = [r for r in sdk_upstream.requests[before:] if r.rpc_method == "tools/call"]
     assert sent == []
+
+
+async def test_the_method_table_is_what_each_era_answers_and_declares(client):
+    """One table: a method answers in the eras it lists, is unknown in the others, and what the
+    server declares in each era is the capabilities its methods there are under."""
+    from toolsearch import endpoint as E
+
+    named = {
+        "tools/call": {"name": "search_tools", "arguments": {"query": "x"}},
+        "prompts/get": {"name": "greeting"},
+        "resources/read": {"uri": "test://nothing-here"},
+    }
+    for name, method in E.METHODS.items():
+        params = named.get(name, {})
+        for era, request in ((E.MODERN, modern), (E.HANDSHAKE, legacy)):
+            reply = await client.post("/mcp", **request(name, params))
+            missing = reply.json().get("error", {}).get("code") == -32601
+            assert missing == (era not in method.eras), (name, era, reply.json())
+    assert {n for n, m in E.METHODS.items() if E.MODERN in m.eras} == E.MODERN_METHODS
+    assert {n for n, m in E.METHODS.items() if E.HANDSHAKE in m.eras} == E.LEGACY_METHODS
+    discovered = (await client.post("/mcp", **modern("server/discover"))).json()["result"]
+    assert discovered["capabilities"] == E.capabilities(E.ERAS[True])
+    asked = {"protocolVersion": "2025-11-25"}
+    initialized = (await client.post("/mcp", **legacy("initialize", asked))).json()
+    assert initialized["result"]["capabilities"] == E.capabilities(E.ERAS[False])
+    assert initialized["result"]["capabilities"] == {
+        "tools": {"listChanged": False},
+        "prompts": {"listChanged": False},
+        "resources": {"listChanged": False, "subscribe": False},
+    }

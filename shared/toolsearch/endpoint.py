@@ -2,10 +2,14 @@
 
 Each POST is checked in order: Origin, body size and read time, JSON, the
 JSON-RPC envelope, the protocol version and its headers, the caller's
-Authorization (`http_edge.py`); then the method goes to `ToolService`, which
-owns everything tool-shaped. Every refusal is a JSON-RPC error with the right
-HTTP status, never a stack trace (a bug of ours is a JSON-RPC internal error,
-500, logged by type and place only). Each era's replies carry that era's
+Authorization (`http_edge.py`); then the method, looked up in `METHODS` (its
+handler, the eras that have it, the capability it is under: the method sets and
+each era's declared capabilities derive from that one table), goes to
+`ToolService`, which owns everything tool-shaped. Negotiation's answer (`ERAS`)
+decides the rest: which methods exist, the reply's fields, cancelling on close.
+Every refusal is a JSON-RPC error with the right HTTP status, never a stack
+trace (a bug of ours is a JSON-RPC internal error, 500, logged by type and
+place only). Each era's replies carry that era's
 fields only. No session is minted or required; GET and DELETE answer 405. A
 tools/call that asks for progress, from a caller that takes SSE, may be
 answered as an event stream of its progress and then its response
@@ -17,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -41,19 +46,32 @@ from .telemetry import Telemetry
 
 logger = logging.getLogger(__name__)
 
-# The proxy offers tools only, but declares empty prompts and resources (as a bare SDK server
-# does): clients that list them get an empty list with the caching hints of tools/list, and a
-# name or URI is unknown (-32602), rather than a method that is not there.
-EMPTY_LISTS = {
-    "prompts/list": "prompts",
-    "resources/list": "resources",
-    "resources/templates/list": "resourceTemplates",
-}
-NOTHING_TO_GET = {"prompts/get", "resources/read"}
-LEGACY_METHODS = {"initialize", "ping", "tools/list", "tools/call", *EMPTY_LISTS, *NOTHING_TO_GET}
-MODERN_METHODS = {"server/discover", "tools/list", "tools/call", *EMPTY_LISTS, *NOTHING_TO_GET}
 # Fields of a result that only the 2026-07-28 era has: a handshake-era reply carries none of them.
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One method call, as its handler sees it."""
+
+    env: Envelope
+    caller: Caller
+    era: Era
+    headers: Mapping[str, str]
+    progress: ProgressSink | None
+
+
+Handler = Callable[["McpEndpoint", Call], Awaitable[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """A method the endpoint answers: its handler, the eras that have it, what it adds to a reply."""
+
+    handler: Handler
+    eras: frozenset[str]  # MODERN and/or HANDSHAKE
+    capability: str = ""  # the capability it is declared under ("" for the lifecycle)
+    cached: bool = False  # the reply carries the caching hints of tools/list (`ttlMs`, `cacheScope`)
 
 
 class McpEndpoint:
@@ -88,13 +106,14 @@ class McpEndpoint:
             message = parse(body)
             envelope = to_envelope(message, body)
             method = envelope.method
+            era = ERAS[negotiate(request, envelope)]
             stream = self._progress_stream(request, envelope)
             if stream is None:
-                return await self._answer(request, envelope)
+                return await self._answer(request, envelope, era)
             streamed = True  # timed when its last event is out
             return await stream.answer(
-                self._answer(request, envelope, stream),
-                cancel_on_close=_is_modern(envelope),
+                self._answer(request, envelope, era, stream),
+                cancel_on_close=era.modern,
                 on_end=lambda: self._time(started, method),
             )
         except Exception as exc:
@@ -105,12 +124,12 @@ class McpEndpoint:
                 self._time(started, method)
 
     async def _answer(
-        self, request: Request, envelope: Envelope, stream: ProgressStream | None = None
+        self, request: Request, envelope: Envelope, era: Era, stream: ProgressStream | None = None
     ) -> Response:
         """The answer to a well-formed message; every failure is a JSON-RPC error response."""
         try:
             try:
-                result = await self._dispatch(request, envelope, stream.sink if stream else None)
+                result = await self._dispatch(request, envelope, era, stream.sink if stream else None)
             except CallerRefused as refused:
                 raise await self._edge.refusal(request, refused) from refused
             if envelope.is_notification:
@@ -211,69 +230,66 @@ class McpEndpoint:
     # -- protocol
 
     async def _dispatch(
-        self, request: Request, env: Envelope, progress: ProgressSink | None = None
+        self, request: Request, env: Envelope, era: Era, progress: ProgressSink | None = None
     ) -> dict[str, Any]:
-        modern = negotiate(request, env)
         caller = await self._edge.caller(request)
         if env.is_notification:
             return {}  # initialized, cancelled, anything else: accepted and ignored
-        if modern:
-            if env.method not in MODERN_METHODS:
-                raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}", http_status=404)
-            result = await self._method(env, caller, request.headers, progress)
-            return _as_modern(result)
-        if env.method not in LEGACY_METHODS:
-            raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}")
-        if env.method == "ping":
-            return {}
-        return _as_legacy(await self._method(env, caller, None, progress))
+        method = METHODS.get(env.method)
+        if method is None or era.name not in method.eras:
+            raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}", http_status=era.not_found)
+        result = await method.handler(self, Call(env, caller, era, request.headers, progress))
+        if method.cached:
+            result.update(ttlMs=int(self.service.catalogs.ttl * 1000), cacheScope="private")
+        return era.reply(result)
 
-    async def _method(
-        self,
-        env: Envelope,
-        caller: Caller,
-        modern_headers: Mapping[str, str] | None,
-        progress: ProgressSink | None,
-    ) -> dict[str, Any]:
-        ttl = {"ttlMs": int(self.service.catalogs.ttl * 1000), "cacheScope": "private"}
-        if env.method == "server/discover":
-            return {
-                "supportedVersions": list(P.SUPPORTED_VERSIONS),
-                "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
-                "instructions": await self.service.instructions(caller),
-                **ttl,
-            }
-        if env.method == "initialize":
-            asked = env.params.get("protocolVersion")
-            return {
-                "protocolVersion": asked if asked in P.LEGACY_VERSIONS else P.LEGACY_VERSIONS[0],
-                "capabilities": {
-                    "tools": {"listChanged": False},
-                    "prompts": {"listChanged": False},
-                    "resources": {"listChanged": False, "subscribe": False},
-                },
-                "serverInfo": P.IMPLEMENTATION,
-                "instructions": await self.service.instructions(caller),
-            }
-        if env.method == "tools/list":
-            return {"tools": await self.service.list_tools(caller), **ttl}
-        if env.method in EMPTY_LISTS:
-            return {EMPTY_LISTS[env.method]: [], **ttl}
-        if env.method == "resources/read":
-            uri = env.params.get("uri")
-            echoed = isinstance(uri, str) and len(uri) <= T.MAX_NAME_CHARS  # a huge URI is not sent back
-            raise P.RpcError(P.INVALID_PARAMS, "Resource not found", data={"uri": uri} if echoed else None)
-        if env.method == "prompts/get":
-            raise P.RpcError(P.INVALID_PARAMS, "Unknown prompt: this server offers tools only")
-        return await self._tools_call(env, caller, modern_headers, progress)
+    # -- the methods (METHODS, below the class, says which era has which)
 
-    async def _tools_call(
-        self,
-        env: Envelope,
-        caller: Caller,
-        modern_headers: Mapping[str, str] | None,
-        progress: ProgressSink | None,
-    ) -> dict[str, Any]:
+    async def _discover(self, call: Call) -> dict[str, Any]:
+        return {
+            "supportedVersions": list(P.SUPPORTED_VERSIONS),
+            "capabilities": capabilities(call.era),
+            "instructions": await self.service.instructions(call.caller),
+        }
+
+    async def _initialize(self, call: Call) -> dict[str, Any]:
+        asked = call.env.params.get("protocolVersion")
+        return {
+            "protocolVersion": asked if asked in P.LEGACY_VERSIONS else P.LEGACY_VERSIONS[0],
+            "capabilities": capabilities(call.era),
+            "serverInfo": P.IMPLEMENTATION,
+            "instructions": await self.service.instructions(call.caller),
+        }
+
+    async def _ping(self, call: Call) -> dict[str, Any]:
+        return {}
+
+    async def _list_tools(self, call: Call) -> dict[str, Any]:
+        return {"tools": await self.service.list_tools(call.caller)}
+
+    # The proxy offers tools only, but declares empty prompts and resources (as a bare SDK server
+    # does): clients that list them get an empty list with the caching hints of tools/list, and a
+    # name or URI is unknown (-32602), rather than a method that is not there.
+
+    async def _list_prompts(self, call: Call) -> dict[str, Any]:
+        return {"prompts": []}
+
+    async def _list_resources(self, call: Call) -> dict[str, Any]:
+        return {"resources": []}
+
+    async def _list_resource_templates(self, call: Call) -> dict[str, Any]:
+        return {"resourceTemplates": []}
+
+    async def _read_resource(self, call: Call) -> dict[str, Any]:
+        uri = call.env.params.get("uri")
+        echoed = isinstance(uri, str) and len(uri) <= T.MAX_NAME_CHARS  # a huge URI is not sent back
+        raise P.RpcError(P.INVALID_PARAMS, "Resource not found", data={"uri": uri} if echoed else None)
+
+    async def _get_prompt(self, call: Call) -> dict[str, Any]:
+        raise P.RpcError(P.INVALID_PARAMS, "Unknown prompt: this server offers tools only")
+
+    async def _tools_call(self, call: Call) -> dict[str, Any]:
+        env, caller, progress = call.env, call.caller, call.progress
         name = env.params.get("name")
         arguments = env.params.get("arguments", {})
         if not isinstance(name, str) or not name:
@@ -282,11 +298,11 @@ class McpEndpoint:
             arguments = {}
         if not isinstance(arguments, dict):
             raise P.RpcError(P.INVALID_PARAMS, "params.arguments must be an object")
-        if modern_headers is not None and await self.service.is_pinned_for(caller, name):
+        if call.era.modern and await self.service.is_pinned_for(caller, name):
             # A pinned tool is listed as the upstream defines it, x-mcp-header and all, so the proxy is
             # the server that must check the Mcp-Param-* headers a client mirrors from its arguments.
             schema = await self.service.pinned_input_schema(caller, name)
-            check_param_headers(schema, arguments, modern_headers)
+            check_param_headers(schema, arguments, call.headers)
         try:
             return await self.service.call(caller, name, arguments, progress=progress)
         except UnknownTool as exc:
@@ -314,12 +330,58 @@ def _as_legacy(result: dict[str, Any]) -> dict[str, Any]:
     return legacy
 
 
-def _is_modern(envelope: Envelope) -> bool:
-    """Whether the request speaks 2026-07-28 (its `_meta` names the version; negotiate() checks it)."""
-    meta = envelope.params.get("_meta")
-    return isinstance(meta, Mapping) and meta.get(P.META_PROTOCOL_VERSION) is not None
+@dataclass(frozen=True, slots=True)
+class Era:
+    """What differs between the eras once negotiation (negotiation.py) has said which one a request speaks."""
+
+    name: str
+    modern: bool
+    not_found: int  # the HTTP status of an unknown method
+    reply: Callable[[dict[str, Any]], dict[str, Any]]  # a result as that era carries it
+    flags: Mapping[str, Mapping[str, bool]]  # what each declared capability says in that era
+
+
+MODERN, HANDSHAKE = "2026-07-28", "handshake"
+BOTH = frozenset({MODERN, HANDSHAKE})
+ERAS = {
+    True: Era(MODERN, True, 404, _as_modern, {}),
+    # The handshake era's capabilities say no list changes and no subscriptions: no session to send them on.
+    False: Era(
+        HANDSHAKE,
+        False,
+        200,
+        _as_legacy,
+        {
+            "tools": {"listChanged": False},
+            "prompts": {"listChanged": False},
+            "resources": {"listChanged": False, "subscribe": False},
+        },
+    ),
+}
+
+# Every method the endpoint answers, in the order the capabilities are declared.
+METHODS: dict[str, Method] = {
+    "server/discover": Method(McpEndpoint._discover, frozenset({MODERN}), cached=True),
+    "initialize": Method(McpEndpoint._initialize, frozenset({HANDSHAKE})),
+    "ping": Method(McpEndpoint._ping, frozenset({HANDSHAKE})),
+    "tools/list": Method(McpEndpoint._list_tools, BOTH, "tools", cached=True),
+    "tools/call": Method(McpEndpoint._tools_call, BOTH, "tools"),
+    "prompts/list": Method(McpEndpoint._list_prompts, BOTH, "prompts", cached=True),
+    "prompts/get": Method(McpEndpoint._get_prompt, BOTH, "prompts"),
+    "resources/list": Method(McpEndpoint._list_resources, BOTH, "resources", cached=True),
+    "resources/templates/list": Method(McpEndpoint._list_resource_templates, BOTH, "resources", cached=True),
+    "resources/read": Method(McpEndpoint._read_resource, BOTH, "resources"),
+}
+MODERN_METHODS = frozenset(name for name, method in METHODS.items() if MODERN in method.eras)
+LEGACY_METHODS = frozenset(name for name, method in METHODS.items() if HANDSHAKE in method.eras)
+
+
+def capabilities(era: Era) -> dict[str, Any]:
+    """What the server declares in `era`: each capability some method of that era is under, with its flags."""
+    names = dict.fromkeys(m.capability for m in METHODS.values() if m.capability and era.name in m.eras)
+    return {name: dict(era.flags.get(name, {})) for name in names}
 
 
 def _metric_method(method: str) -> str:
     # Only known method names become a metric dimension; anything else a client sends is "other".
-    return method if method in LEGACY_METHODS | MODERN_METHODS else "other"
+    return method if method in METHODS else "other"
