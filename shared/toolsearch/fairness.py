@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from .bounded import BoundedMap
+from .errors import ToolsearchError
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
 
@@ -34,7 +35,7 @@ class FairUseConfig:
     max_keys: int = MAX_KEYS
 
 
-class CallerLimited(Exception):
+class CallerLimited(ToolsearchError):
     """A call refused before it was sent: `limit` says which bound, `retry_after` when to try again."""
 
     def __init__(self, limit: str, retry_after: float | None) -> None:

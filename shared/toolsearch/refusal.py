@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
+from .errors import ToolsearchError
 from .oauth import parse_challenge
 from .upstream import UpstreamError
 
@@ -22,7 +23,7 @@ REFUSING_KINDS = frozenset({"unauthorized", "forbidden"})
 _MAX_REASON = 500  # characters of the upstream's error_description passed on
 
 
-class CallerRefused(Exception):
+class CallerRefused(ToolsearchError):
     """The upstream refused this caller (401/403): answered with that HTTP status and a challenge."""
 
     def __init__(self, error: UpstreamError) -> None:

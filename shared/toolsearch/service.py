@@ -22,6 +22,7 @@ from .callers import Caller
 from .calling import UpstreamCalls, upstream_details
 from .catalog import Catalog, Tool
 from .catalog_store import CatalogStore
+from .errors import ToolsearchError
 from .finding import describe_tools, search_tools
 from .nesting import MAX_RELAYED_DEPTH
 from .progress import ProgressSink
@@ -41,7 +42,7 @@ TOO_LARGE_ADVICE = {
 }
 
 
-class UnknownTool(Exception):
+class UnknownTool(ToolsearchError):
     """A tools/call of a tool this server does not list (a protocol error, not a tool result)."""
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ToolsearchError
+
 KINDS = (
     "unauthorized",  # 401: the caller's token was refused
     "forbidden",  # 403
@@ -23,7 +25,7 @@ KINDS = (
 RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})
 
 
-class UpstreamError(Exception):
+class UpstreamError(ToolsearchError):
     """`message` never holds a token or argument values; an rpc_error's is the upstream's own."""
 
     def __init__(
