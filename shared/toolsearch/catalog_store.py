@@ -44,7 +44,7 @@ from .catalog_bounds import StrangerGate
 from .refusal import REFUSING_KINDS
 from .search import SearchIndex
 from .tasks import retrieve
-from .upstream import Listing, UpstreamError
+from .upstream import Listing, UpstreamError, answer_by
 from .validation import Validators
 
 logger = logging.getLogger(__name__)
@@ -263,18 +263,12 @@ class CatalogStore:
         due = deadline.current()
         if due is None:
             return await load
-        timeout = asyncio.timeout_at(due)
-        try:
-            async with timeout:
-                return await load
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            raise UpstreamError(
-                "timeout",
-                "the upstream did not list this caller's tools before the answer was due; the listing goes"
-                " on: ask again in a moment",
-            ) from None
+        late = (
+            "the upstream did not list this caller's tools before the answer was due; the listing goes"
+            " on: ask again in a moment"
+        )
+        async with answer_by(due, late):
+            return await load
 
     # -- anonymous callers the upstream refused
 

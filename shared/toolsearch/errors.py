@@ -47,7 +47,7 @@ Where they are translated, once per boundary:
 
 - into our errors: an upstream's answers (HTTP statuses, JSON-RPC error objects, httpx's
   failures) become `UpstreamError` in `upstream/` only (`answers.py`, `wire.py`), and a deadline
-  passing becomes `UpstreamError("timeout")` through `upstream.errors.timed_out` only;
+  passing becomes a `timeout` through `upstream.errors.timed_out` only;
 - into a tool result: `results.upstream_failure` (the service's one catch site, and each call
   upstream in `calling.py`); the upstream's refusal of the caller is never a tool result: the
   service raises it as `CallerRefused`, and `CatalogStore.drop_refused` alone drops the
