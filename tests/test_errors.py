@@ -4,14 +4,19 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import inspect
 import pkgutil
+import re
 from pathlib import Path
+
+import pytest
 
 import toolsearch
 from toolsearch import errors
 from toolsearch.errors import ToolsearchError
+from toolsearch.upstream import UpstreamError, answer_by
 
 PACKAGE = Path(toolsearch.__file__).parent
 
@@ -84,3 +89,47 @@ def test_no_exception_class_hides_inside_a_function():
                 if isinstance(inner, ast.ClassDef):
                     nested.append(f"{path.relative_to(PACKAGE)}:{inner.lineno} {inner.name}")
     assert not nested, f"classes defined inside functions (define them at module level): {nested}"
+
+
+def package_sources() -> dict[str, str]:
+    return {
+        str(path.relative_to(PACKAGE)): path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")
+    }
+
+
+# -- one place per boundary, where a grep can say so
+
+
+def test_a_timeout_becomes_an_upstream_error_in_one_place():
+    made = re.compile(r'UpstreamError\(\s*"timeout"')
+    places = sorted(name for name, text in package_sources().items() for _ in made.finditer(text))
+    assert places == ["upstream/errors.py"], places  # timed_out; every deadline goes through it
+
+
+async def test_a_deadline_that_passes_is_the_upstream_s_timeout_with_its_sentence():
+    loop = asyncio.get_running_loop()
+    never = asyncio.Event()
+    with pytest.raises(UpstreamError) as caught:
+        async with answer_by(loop.time(), "the upstream did not answer within %.3g s", 2.5):
+            await never.wait()
+    assert caught.value.kind == "timeout"
+    assert caught.value.message == "the upstream did not answer within 2.5 s"
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+async def test_a_timeout_error_that_is_not_the_deadline_s_passes_through():
+    loop = asyncio.get_running_loop()
+    with pytest.raises(TimeoutError):
+        async with answer_by(loop.time() + 3600, "never %s", "said"):
+            raise TimeoutError
+    async with answer_by(loop.time() + 3600, "never"):
+        pass  # in time: nothing raised
+
+
+def test_the_caller_s_catalog_is_dropped_for_a_refusal_in_one_place():
+    calls = sorted(
+        name
+        for name, text in package_sources().items()
+        for _ in re.finditer(r"\.forget\(caller|self\.forget\(", text)
+    )
+    assert calls == ["catalog_store.py"], calls  # CatalogStore.drop_refused

@@ -41,7 +41,7 @@ from .bounded import BoundedMap
 from .callers import Caller
 from .catalog import Catalog
 from .catalog_bounds import StrangerGate
-from .refusal import REFUSING_KINDS
+from .refusal import REFUSING_KINDS, refusal_status
 from .search import SearchIndex
 from .tasks import retrieve
 from .upstream import Listing, UpstreamError, answer_by
@@ -211,6 +211,20 @@ class CatalogStore:
         """The catalog held in memory for a key, if any, without loading or touching its age."""
         return self._memory.get(key)
 
+    async def drop_refused(self, key: str, error: UpstreamError, *, listing: bool) -> None:
+        """The one place the upstream's refusal of a caller drops their catalog (`forget`).
+
+        A refused listing (401 or 403: revoked, expired, no longer allowed) drops it, so a stale copy
+        does not go on answering searches. A refused call drops it only on a 401 while a catalog is
+        held: the upstream no longer lets this caller in, nor may the catalog it was shown (a refused
+        listing has dropped it already); a 403 may be that one tool's permission.
+        """
+        if error.kind not in REFUSING_KINDS:
+            return
+        if not listing and (refusal_status(error) != 401 or self.cached(key) is None):
+            return
+        await self.forget(key)
+
     async def forget(self, key: str) -> None:
         """Drop a caller's catalog everywhere at once (memory and the shared tier): the upstream has
         refused them, so nothing listed for their token may be served any more, nor kept when its
@@ -340,9 +354,7 @@ class CatalogStore:
         except UpstreamError as exc:
             if exc.kind == "unauthorized" and self._is_stranger(caller):
                 self._strangers.refused(exc)
-            if exc.kind in REFUSING_KINDS:
-                # Revoked, expired, no longer allowed: the stale copy must not go on answering searches.
-                await self.forget(caller.key)
+            await self.drop_refused(caller.key, exc, listing=True)
             raise
         if entry.catalog.fetched_at < (self._forgotten_at.get(caller.key) or float("-inf")):
             # Its listing began before the upstream refused this caller: never served, never kept.
