@@ -133,3 +133,24 @@ def test_the_caller_s_catalog_is_dropped_for_a_refusal_in_one_place():
         for _ in re.finditer(r"\.forget\(caller|self\.forget\(", text)
     )
     assert calls == ["catalog_store.py"], calls  # CatalogStore.drop_refused
+
+
+def test_the_service_meets_the_upstream_s_failures_in_one_catch_site():
+    service = package_sources()["service.py"]
+    assert len(re.findall(r"except\s*\(?[^:\n]*UpstreamError", service)) == 1  # ToolService._or_failure
+
+
+def test_an_upstream_failure_becomes_a_tool_result_in_one_place():
+    made = re.compile(r"error_result\(\s*exc\.kind")
+    places = sorted(name for name, text in package_sources().items() for _ in made.finditer(text))
+    assert places == ["results.py"], places  # upstream_failure
+
+
+def test_our_errors_become_an_http_answer_at_the_edge_alone():
+    """The routes hand every failure to `HttpEdge.answer_for`: none answers a refusal itself."""
+    sources = package_sources()
+    for route in ("endpoint.py", "catalog_routes.py"):
+        text = sources[route]
+        assert "answer_for(" in text, route
+        assert not re.search(r"except\s*\(?[^:\n]*(CallerRefused|UpstreamError|UnknownTool)", text), route
+        assert "edge.refusal(" not in text, route
