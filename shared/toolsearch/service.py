@@ -84,7 +84,7 @@ class ToolService:
         This lists the caller's catalog, pinned tools or not, so a caller the upstream refuses gets
         `CallerRefused` here too, which is how OAuth clients learn to sign in.
         """
-        entry = await self._listed(caller, "upstream catalog unavailable for tools/list")
+        entry = await self._listed(caller, _no_catalog_for_tools_list)
         if entry is None:
             return list(self._definitions)
         catalog = entry.catalog
@@ -97,7 +97,7 @@ class ToolService:
 
         Reading them lists the caller's catalog, so an unauthorized caller gets `CallerRefused`.
         """
-        entry = await self._listed(caller, "upstream instructions unavailable")
+        entry = await self._listed(caller, _no_instructions)
         upstream = entry.catalog.instructions if entry is not None else ""
         return compose_instructions(upstream, self.config.max_instructions)
 
@@ -154,11 +154,11 @@ class ToolService:
             await self.catalogs.drop_refused(caller.key, exc, listing=False)
             raise refusal from exc
 
-    async def _listed(self, caller: Caller, unavailable: str | None = None) -> IndexedCatalog | None:
-        """The caller's catalog; None when the upstream could not list it (logged as `unavailable`)."""
-        return await self._or_failure(
-            caller, self.catalogs.get(caller), functools.partial(_unlisted, unavailable)
-        )
+    async def _listed(
+        self, caller: Caller, unlisted: Callable[[UpstreamError], None] | None = None
+    ) -> IndexedCatalog | None:
+        """The caller's catalog; None when the upstream could not list it (`unlisted` told why)."""
+        return await self._or_failure(caller, self.catalogs.get(caller), unlisted or _unlisted)
 
     # -- tools/call
 
@@ -253,9 +253,16 @@ class ToolService:
         )
 
 
-def _unlisted(unavailable: str | None, exc: UpstreamError) -> None:
-    if unavailable is not None:
-        logger.warning(unavailable, extra={"outcome": exc.kind})
+def _unlisted(_exc: UpstreamError) -> None:
+    return None
+
+
+def _no_catalog_for_tools_list(exc: UpstreamError) -> None:
+    logger.warning("upstream catalog unavailable for tools/list", extra={"outcome": exc.kind})
+
+
+def _no_instructions(exc: UpstreamError) -> None:
+    logger.warning("upstream instructions unavailable", extra={"outcome": exc.kind})
 
 
 def compose_instructions(upstream: str, limit: int) -> str:
