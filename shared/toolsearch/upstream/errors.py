@@ -98,9 +98,10 @@ class answer_by:  # lower case: used as asyncio.timeout_at is
     ) -> None:
         try:
             await self._timeout.__aexit__(kind, exc, tb)
-        except TimeoutError:
+        except TimeoutError:  # this deadline's, as asyncio raises it
             if not self._timeout.expired():
                 raise
-            raise timed_out(self._message % self._args) from None
-        if kind is not None and issubclass(kind, TimeoutError) and self._timeout.expired():
-            raise timed_out(self._message % self._args) from None
+        else:  # the block's own exception, if any, goes on unless it is a timeout past this deadline
+            if kind is None or not issubclass(kind, TimeoutError) or not self._timeout.expired():
+                return
+        raise timed_out(self._message % self._args) from None
