@@ -6,9 +6,9 @@ tools, and its arguments must fit its input schema (checked in a worker thread
 within `validation_timeout`; arguments that cannot be checked are refused, never
 forwarded unchecked), and the caller must be within its fair share of the
 upstream (`fairness.py`: a rate and a number of calls at once per caller). The
-call is then sent once. What comes back, or how it failed, is a tool result;
-only the upstream's refusal of the caller (401/403) is raised, as an
-`UpstreamError` that the service turns into `CallerRefused`.
+call is then sent once. What comes back, or how it failed, is a tool result
+(`results.upstream_failure`); only the upstream's refusal of the caller (401/403) is raised, as
+the `UpstreamError` it is, for the service's one catch site to raise as `CallerRefused`.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from .fairness import CallerLimited, FairUse
 from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .progress import Progress, ProgressSink
 from .refusal import REFUSING_KINDS
-from .results import error_result, limit_result, structured_result
+from .results import error_result, limit_result, structured_result, upstream_failure
 from .settings import FairUseConfig, ToolsConfig, UpstreamConfig
-from .upstream import UpstreamError
+from .upstream import UpstreamError, timed_out
 from .validation import SchemaUnusable, Uncheckable, check_arguments, clear_typo_of, closest_names
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,8 @@ class UpstreamCalls:
                     deadline,
                 )
             except TimeoutError:
-                result = error_result("timeout", f"{call['name']} did not answer within {deadline:.0f} s.")
+                late = timed_out(f"{call['name']} did not answer within {deadline:.0f} s.")
+                result = upstream_failure(late)
             finished += 1
             if progress is not None:
                 await progress(Progress(finished, len(calls), f"{finished} of {len(calls)} calls finished"))
@@ -256,7 +257,7 @@ class UpstreamCalls:
             message = f"The upstream refused the arguments of {name}: {exc.message}"
             result = error_result("invalid_arguments", message, inputSchema=tool.input_schema)
             return result, "upstream_invalid_params"
-        return error_result(exc.kind, exc.message, tool=name, **upstream_details(exc)), exc.kind
+        return upstream_failure(exc, tool=name), exc.kind
 
     def _passed_on(
         self, caller: Caller, tool: Tool, result: Any, max_bytes: int | None
@@ -294,15 +295,6 @@ def says_unknown_tool(text: str, name: str) -> bool:
         return True
     pattern = rf"tool\W+{re.escape(name.lower())}\W+(?:was\s+|is\s+)?not\s+found"
     return re.search(pattern, lowered) is not None
-
-
-def upstream_details(exc: UpstreamError) -> dict[str, Any]:
-    """An upstream failure's details for a tool result: status, code, data, retryAfterSeconds."""
-    details = {k: v for k, v in exc.to_data().items() if k not in ("error", "message")}
-    if deeper_than(details.get("data"), MAX_RELAYED_DEPTH):
-        # An upstream's error data is passed on as it is, unless it could not be written back as JSON.
-        details["data"] = f"(left out: nested more than {MAX_RELAYED_DEPTH} levels deep)"
-    return details
 
 
 def _first_text(result: Mapping[str, Any]) -> str:

@@ -22,6 +22,7 @@ import shutil
 import sys
 from typing import Any
 
+from .errors import ToolsearchError
 from .printable import printable
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -30,7 +31,7 @@ PAGE = 500
 MAX_PAGES = 200  # 100,000 tools: ten times the proxy's default max_catalog_tools
 
 
-class CatalogCliError(Exception):
+class CatalogCliError(ToolsearchError):
     pass
 
 

@@ -37,10 +37,8 @@ from .catalog_lint import lint
 from .catalog_store import CatalogStore, SharedTier
 from .finding import cut_query
 from .http_edge import HttpEdge, HttpRefusal
-from .refusal import CallerRefused, refusals_raised
 from .search.explain import ABOVE, explain
 from .telemetry import Telemetry
-from .upstream import UpstreamError
 
 logger = logging.getLogger(__name__)
 
@@ -249,15 +247,12 @@ class CatalogRoutes:
         try:
             self.edge.check_origin(request)
             caller = await self.edge.caller(request)
-            try:
-                with refusals_raised():
-                    body = await run(caller)
-            except CallerRefused as refused:
-                raise await self.edge.refusal(request, refused) from refused
-            except UpstreamError as exc:
-                raise HttpRefusal(502, exc.kind, f"The upstream could not list tools: {exc.message}") from exc
+            body = await run(caller)
             return JSONResponse(body, headers=_NO_STORE)
-        except HttpRefusal as error:
+        except Exception as exc:
+            error = await self.edge.answer_for(request, exc)  # our errors as the edge answers them
+            if error is None:
+                raise
             outcome = error.kind
             return JSONResponse(
                 {"error": {"kind": error.kind, "message": error.message}},

@@ -41,11 +41,11 @@ from .bounded import BoundedMap
 from .callers import Caller
 from .catalog import Catalog
 from .catalog_bounds import StrangerGate
-from .refusal import REFUSING_KINDS
+from .refusal import REFUSING_KINDS, refusal_status
 from .search import SearchIndex
 from .settings import CatalogConfig
 from .tasks import retrieve
-from .upstream import Listing, UpstreamError
+from .upstream import Listing, UpstreamError, answer_by
 from .validation import Validators
 
 logger = logging.getLogger(__name__)
@@ -209,6 +209,20 @@ class CatalogStore:
         """The catalog held in memory for a key, if any, without loading or touching its age."""
         return self._memory.get(key)
 
+    async def drop_refused(self, key: str, error: UpstreamError, *, listing: bool) -> None:
+        """The one place the upstream's refusal of a caller drops their catalog (`forget`).
+
+        A refused listing (401 or 403: revoked, expired, no longer allowed) drops it, so a stale copy
+        does not go on answering searches. A refused call drops it only on a 401 while a catalog is
+        held: the upstream no longer lets this caller in, nor may the catalog it was shown (a refused
+        listing has dropped it already); a 403 may be that one tool's permission.
+        """
+        if error.kind not in REFUSING_KINDS:
+            return
+        if not listing and (refusal_status(error) != 401 or self.cached(key) is None):
+            return
+        await self.forget(key)
+
     async def forget(self, key: str) -> None:
         """Drop a caller's catalog everywhere at once (memory and the shared tier): the upstream has
         refused them, so nothing listed for their token may be served any more, nor kept when its
@@ -261,18 +275,12 @@ class CatalogStore:
         due = deadline.current()
         if due is None:
             return await load
-        timeout = asyncio.timeout_at(due)
-        try:
-            async with timeout:
-                return await load
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            raise UpstreamError(
-                "timeout",
-                "the upstream did not list this caller's tools before the answer was due; the listing goes"
-                " on: ask again in a moment",
-            ) from None
+        late = (
+            "the upstream did not list this caller's tools before the answer was due; the listing goes"
+            " on: ask again in a moment"
+        )
+        async with answer_by(due, late):
+            return await load
 
     # -- anonymous callers the upstream refused
 
@@ -344,9 +352,7 @@ class CatalogStore:
         except UpstreamError as exc:
             if exc.kind == "unauthorized" and self._is_stranger(caller):
                 self._strangers.refused(exc)
-            if exc.kind in REFUSING_KINDS:
-                # Revoked, expired, no longer allowed: the stale copy must not go on answering searches.
-                await self.forget(caller.key)
+            await self.drop_refused(caller.key, exc, listing=True)
             raise
         if entry.catalog.fetched_at < (self._forgotten_at.get(caller.key) or float("-inf")):
             # Its listing began before the upstream refused this caller: never served, never kept.

@@ -20,6 +20,8 @@ import binascii
 import re
 from dataclasses import dataclass
 
+from .errors import ToolsearchError
+
 # Visible ASCII, with SP and HTAB between: what the proxy can forward byte for byte. RFC 9110
 # also allows obs-text (bytes 0x80-0xFF), but no auth scheme needs it and front ends disagree on
 # how to decode it (Starlette reads latin-1, Mangum hands over UTF-8), so it is refused.
@@ -50,7 +52,7 @@ _CANONICAL = {
 }
 
 
-class MalformedAuthorization(ValueError):
+class MalformedAuthorization(ToolsearchError, ValueError):
     """The Authorization header is not a credential the proxy can forward; `reason` says why."""
 
     def __init__(self, reason: str) -> None:

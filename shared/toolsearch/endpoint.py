@@ -31,15 +31,14 @@ from starlette.responses import JSONResponse, Response
 from . import protocol as P
 from . import tooldefs as T
 from .callers import Caller
-from .http_edge import HttpEdge, HttpRefusal
+from .http_edge import HttpEdge
 from .jsonrpc import Envelope, holds_lone_surrogate, parse
 from .jsonrpc import envelope as to_envelope
 from .negotiation import check_param_headers, negotiate
 from .progress import ProgressSink, caller_token
-from .refusal import CallerRefused
 from .response_size import JsonAnswer, ResponseSize
 from .results import limit_result
-from .service import ToolService, UnknownTool
+from .service import ToolService
 from .settings import EndpointConfig
 from .streaming import ProgressStream, accepts_event_stream
 from .telemetry import Telemetry
@@ -118,7 +117,7 @@ class McpEndpoint:
             )
         except Exception as exc:
             request_id = message.get("id") if isinstance(message, dict) else None
-            return self._failure(request_id, method, exc)
+            return await self._failure(request, request_id, method, exc)
         finally:
             if not streamed:
                 self._time(started, method)
@@ -128,23 +127,30 @@ class McpEndpoint:
     ) -> Response:
         """The answer to a well-formed message; every failure is a JSON-RPC error response."""
         try:
-            try:
-                result = await self._dispatch(request, envelope, era, stream.sink if stream else None)
-            except CallerRefused as refused:
-                raise await self._edge.refusal(request, refused) from refused
+            result = await self._dispatch(request, envelope, era, stream.sink if stream else None)
             if envelope.is_notification:
                 return Response(status_code=202)
             return JsonAnswer(self._fitted(envelope, result, stream))
         except Exception as exc:
-            return self._failure(envelope.id, envelope.method, exc)
+            return await self._failure(request, envelope.id, envelope.method, exc)
 
-    def _failure(self, request_id: Any, method: str, exc: Exception) -> Response:
+    async def _failure(self, request: Request, request_id: Any, method: str, exc: Exception) -> Response:
         # An id that cannot be written back (a lone surrogate: envelope() refused it) is not echoed.
         request_id = (
             request_id if P.is_valid_id(request_id) and not holds_lone_surrogate(request_id) else None
         )
-        if isinstance(exc, HttpRefusal):
-            exc = P.RpcError(exc.code, exc.message, exc.data, http_status=exc.status, headers=exc.headers)
+        try:
+            refusal = await self._edge.answer_for(request, exc)  # our errors as the edge answers them
+        except Exception as bug:  # answering a refusal failed: that is the error to report
+            exc, refusal = bug, None
+        if refusal is not None:
+            exc = P.RpcError(
+                refusal.code,
+                refusal.message,
+                refusal.data,
+                http_status=refusal.status,
+                headers=refusal.headers,
+            )
         if isinstance(exc, P.RpcError):
             self._telemetry.count("request_error", method=_metric_method(method), code=str(exc.code))
             return JSONResponse(
@@ -303,10 +309,7 @@ class McpEndpoint:
             # the server that must check the Mcp-Param-* headers a client mirrors from its arguments.
             schema = await self.service.pinned_input_schema(caller, name)
             check_param_headers(schema, arguments, call.headers)
-        try:
-            return await self.service.call(caller, name, arguments, progress=progress)
-        except UnknownTool as exc:
-            raise P.RpcError(P.INVALID_PARAMS, str(exc)) from None
+        return await self.service.call(caller, name, arguments, progress=progress)
 
 
 def _as_modern(result: dict[str, Any]) -> dict[str, Any]:

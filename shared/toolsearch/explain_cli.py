@@ -19,12 +19,13 @@ from typing import Any
 from . import settings as settings_module
 from .catalog import Catalog
 from .catalog_cli import CatalogCliError, _check, add_catalog_arguments, authorization, base_url
+from .errors import ToolsearchError
 from .printable import printable
 
 SHOWN_FEATURES = 6  # the ones that moved the score most; --json has them all
 
 
-class CatalogFileError(Exception):
+class CatalogFileError(ToolsearchError):
     pass
 
 

@@ -21,12 +21,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from .bounded import BoundedMap
+from .errors import ToolsearchError
 from .settings import FairUseConfig
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
 
 
-class CallerLimited(Exception):
+class CallerLimited(ToolsearchError):
     """A call refused before it was sent: `limit` says which bound, `retry_after` when to try again."""
 
     def __init__(self, limit: str, retry_after: float | None) -> None:

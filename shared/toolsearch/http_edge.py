@@ -5,8 +5,9 @@ a token or a refused caller is treated the same on /mcp and on /catalog: the
 `Origin` (listed origins, none, or the page on this very loopback address), the
 caller read from `Authorization` (a malformed one is a 400 before anything
 reaches the upstream), and the upstream's refusal of the caller, answered with
-its status and the proxy's own challenge. Each route writes an `HttpRefusal`
-in its own body format (JSON-RPC on /mcp).
+its status and the proxy's own challenge. Our errors become the HTTP answer in
+one place, `HttpEdge.answer_for`; each route writes the `HttpRefusal` it
+returns in its own body format (JSON-RPC on /mcp).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
+from . import protocol as P
 from .auth.audience import AcceptedAudiences, issued_for_and_live
 from .authenticators import CallerAuthenticator
 from .callers import Caller
 from .credentials import form_hint
 from .http_refusal import HttpRefusal
 from .oauth import ProtectedResource, parse_challenge
-from .refusal import CallerRefused
+from .refusal import CallerRefused, refused
+from .service import UnknownTool
+from .upstream import UpstreamError
 
 __all__ = ["HttpEdge", "HttpRefusal"]
 
@@ -59,6 +63,27 @@ class HttpEdge:
         """The caller the request's Authorization names, as the authenticator admits them (or an
         HttpRefusal: 400 for a malformed header, 401/503 in exchange mode)."""
         return await self._authenticator.caller(request)
+
+    async def answer_for(self, request: Request, exc: BaseException) -> HttpRefusal | None:
+        """Our error as the answer every route gives, each in its body format: the edge's one
+        translation. None for anything else (a JSON-RPC error the endpoint writes as it is, or a bug).
+
+        The upstream's refusal of the caller is its status with the proxy's challenge (`refusal`);
+        any other upstream failure that reaches a route (the catalog routes' listing) is a 502; a
+        tools/call of a tool nobody lists is JSON-RPC's invalid params.
+        """
+        if isinstance(exc, HttpRefusal):
+            return exc
+        if isinstance(exc, UpstreamError):
+            refusal = refused(exc)
+            if refusal is None:
+                return HttpRefusal(502, exc.kind, f"The upstream could not list tools: {exc.message}")
+            exc = refusal
+        if isinstance(exc, CallerRefused):
+            return await self.refusal(request, exc)
+        if isinstance(exc, UnknownTool):
+            return HttpRefusal(200, "unknown_tool", str(exc), code=P.INVALID_PARAMS)
+        return None
 
     async def refusal(self, request: Request, refused: CallerRefused) -> HttpRefusal:
         """The upstream's refusal as the proxy's: its status and reason, a challenge naming the proxy's

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import protocol as P
+from .errors import ToolsearchError
 
 
 @dataclass
-class HttpRefusal(Exception):
+class HttpRefusal(ToolsearchError):
     """A request refused before or instead of an answer: its status, a kind and a sentence."""
 
     status: int

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .errors import ToolsearchError
+
 logger = logging.getLogger(__name__)
 
 MAX_BYTES = 64 * 1024  # a metadata document is a few hundred bytes; 64 KiB is generous
@@ -34,7 +36,7 @@ _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]{1,256}")
 _MAX_ENTRIES = 64
 
 
-class _Unusable(Exception):
+class _Unusable(ToolsearchError):
     """This candidate gave no usable document (the reason is for the log, never the caller)."""
 
 

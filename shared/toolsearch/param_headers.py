@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ToolsearchError
 from .protocol import encode_header_value
 
 X_MCP_HEADER = "x-mcp-header"
@@ -42,7 +43,7 @@ _SCHEMA_MAP_KEYWORDS = frozenset(["patternProperties", "$defs", "definitions", "
 _SCHEMA_LIST_KEYWORDS = frozenset(["allOf", "anyOf", "oneOf", "prefixItems", "items"])
 
 
-class InvalidHeaderAnnotation(ValueError):
+class InvalidHeaderAnnotation(ToolsearchError, ValueError):
     """A tool's `x-mcp-header` annotations break the spec's rules; the message says which."""
 
 

@@ -21,6 +21,8 @@ from typing import Any
 
 import re2
 
+from .errors import ToolsearchError
+
 # RE2's memory budget per pattern, its compiled program and DFA cache together: a pattern whose
 # program does not fit is left to `regex`; a DFA that outgrows it falls back to RE2's NFA (slower,
 # still linear). Times the patterns kept compiled, this bounds the memory patterns can take.
@@ -28,11 +30,11 @@ RE2_MAX_MEM = 2 << 20
 MAX_COMPILED = 256
 
 
-class PatternError(ValueError):
+class PatternError(ToolsearchError, ValueError):
     """Neither RE2 nor `regex` compiles the pattern."""
 
 
-class PatternTimeout(TimeoutError):
+class PatternTimeout(ToolsearchError, TimeoutError):
     """The deadline passed before the match finished."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import __version__
+from .errors import ToolsearchError
 
 # Who the proxy is, as a server to its callers and as a client to its upstream.
 IMPLEMENTATION = {"name": "mcp-toolsearch-proxy", "version": __version__}
@@ -50,7 +51,7 @@ _SENTINEL_SUFFIX = "?="
 
 
 @dataclass
-class RpcError(Exception):
+class RpcError(ToolsearchError):
     """A JSON-RPC error to answer with, and the HTTP status that carries it."""
 
     code: int

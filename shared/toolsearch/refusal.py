@@ -3,18 +3,17 @@
 A 401 or 403 from the upstream means the caller's credentials do not let them
 in. An OAuth client learns to sign in only from an HTTP 401 with a challenge,
 so such a refusal is never turned into a tool result: wherever the proxy works
-for a caller (listing their catalog, reading its instructions, calling a tool,
-reviewing or refreshing the catalog), `raise_if_refused` (or `refusals_raised`)
-turns it into `CallerRefused`, and the HTTP layers answer it with its status and the proxy's
-own challenge (`oauth.ProtectedResource.challenge`). Every other upstream
-failure stays an `UpstreamError`, which the tools answer as data.
+for a caller (listing their catalog, reading its instructions, calling a tool),
+the service's one catch site raises it as `CallerRefused` (`refused`), and the
+HTTP edge answers it, as it answers one from the catalog routes, with its
+status and the proxy's own challenge (`HttpEdge.answer_for`,
+`oauth.ProtectedResource.challenge`). Every other upstream failure stays an
+`UpstreamError`, which the tools answer as data (`results.upstream_failure`).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-
+from .errors import ToolsearchError
 from .oauth import parse_challenge
 from .upstream import UpstreamError
 
@@ -22,7 +21,7 @@ REFUSING_KINDS = frozenset({"unauthorized", "forbidden"})
 _MAX_REASON = 500  # characters of the upstream's error_description passed on
 
 
-class CallerRefused(Exception):
+class CallerRefused(ToolsearchError):
     """The upstream refused this caller (401/403): answered with that HTTP status and a challenge."""
 
     def __init__(self, error: UpstreamError) -> None:
@@ -31,9 +30,7 @@ class CallerRefused(Exception):
 
     @property
     def status(self) -> int:
-        if self.error.status in (401, 403):
-            return self.error.status
-        return 401 if self.error.kind == "unauthorized" else 403
+        return refusal_status(self.error)
 
     @property
     def message(self) -> str:
@@ -51,17 +48,13 @@ class CallerRefused(Exception):
         return f"{base}: {error[:64]}" if error else base
 
 
-def raise_if_refused(exc: UpstreamError) -> None:
-    """Raise `CallerRefused` when `exc` is the upstream refusing the caller; else return."""
-    if exc.kind in REFUSING_KINDS:
-        raise CallerRefused(exc) from exc
+def refused(exc: UpstreamError) -> CallerRefused | None:
+    """`exc` as `CallerRefused` when it is the upstream refusing the caller; else None."""
+    return CallerRefused(exc) if exc.kind in REFUSING_KINDS else None
 
 
-@contextlib.contextmanager
-def refusals_raised() -> Iterator[None]:
-    """Inside the block, an upstream's refusal of the caller is raised as `CallerRefused`."""
-    try:
-        yield
-    except UpstreamError as exc:
-        raise_if_refused(exc)
-        raise
+def refusal_status(error: UpstreamError) -> int:
+    """The HTTP status a refusal is answered with: the upstream's own 401 or 403, else by its kind."""
+    if error.status in (401, 403):
+        return error.status
+    return 401 if error.kind == "unauthorized" else 403

@@ -14,7 +14,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .nesting import MAX_RELAYED_DEPTH, deeper_than
 from .protocol import text_content
+from .upstream.errors import UpstreamError
 
 # The upstream's own error data, in the text, is cut here; structuredContent.error has all of it.
 MAX_DATA_CHARS = 1_000
@@ -27,6 +29,22 @@ def error_result(kind: str, message: str, **details: Any) -> dict[str, Any]:
         "structuredContent": {"error": error},
         "isError": True,
     }
+
+
+def upstream_failure(exc: UpstreamError, **fields: Any) -> dict[str, Any]:
+    """An upstream failure as a tool result: its kind, its message, `fields` (the tool's name), then
+    its details. The one place an `UpstreamError` becomes a tool result; a refusal of the caller
+    (401/403) never does (`refusal.py`)."""
+    return error_result(exc.kind, exc.message, **fields, **upstream_details(exc))
+
+
+def upstream_details(exc: UpstreamError) -> dict[str, Any]:
+    """An upstream failure's details for a tool result: status, code, data, retryAfterSeconds."""
+    details = {k: v for k, v in exc.to_data().items() if k not in ("error", "message")}
+    if deeper_than(details.get("data"), MAX_RELAYED_DEPTH):
+        # An upstream's error data is passed on as it is, unless it could not be written back as JSON.
+        details["data"] = f"(left out: nested more than {MAX_RELAYED_DEPTH} levels deep)"
+    return details
 
 
 def error_text(error: Mapping[str, Any]) -> str:

@@ -32,6 +32,7 @@ import jsonschema._utils
 from jsonschema.exceptions import ValidationError
 
 from . import patterns
+from .errors import ToolsearchError
 
 # -- the deadline every keyword and pattern match checks
 
@@ -66,7 +67,7 @@ def checking(check: Check) -> Iterator[None]:
         _CHECK.reset(token)
 
 
-class TimeUp(Exception):
+class TimeUp(ToolsearchError):
     """Raised inside a check whose deadline has passed."""
 
 

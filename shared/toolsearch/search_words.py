@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .errors import ToolsearchError
+
 MAX_FILE_BYTES = 256 * 1024
 MAX_ENTRIES = 2_000
 MAX_WORDS_CHARS = 500  # per tool: a few phrasings, not a second description
 MAX_NAME_CHARS = 256  # as tooldefs.MAX_NAME_CHARS
 
 
-class SearchWordsError(ValueError):
+class SearchWordsError(ToolsearchError, ValueError):
     """The file is missing, too large, or not of the expected shape (a ValueError: cli exits 2)."""
 
 

@@ -5,27 +5,30 @@ pinned upstream tools listed beside them (the operator's `pinned_tools`, then th
 marks `_meta["anthropic/alwaysLoad"]: true` in the caller's catalog, at most
 `always_load_tools`), the tool list, and the instructions a handshake returns. Every failure is
 data (a tool result, or instructions without the upstream's part) except the upstream's refusal of
-the caller, which is raised as `CallerRefused` (`refusal.raise_if_refused`, on every path) for the
-transport to answer with its HTTP status.
+the caller, which is raised as `CallerRefused` for the transport to answer with its HTTP status.
+Every path meets the upstream through one catch site (`_or_failure`): a failure becomes what that
+path answers (a tool result by `results.upstream_failure`), a refusal `CallerRefused`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import tooldefs as T
 from .callers import Caller
-from .calling import UpstreamCalls, upstream_details
+from .calling import UpstreamCalls
 from .catalog import Catalog, Tool
-from .catalog_store import CatalogStore
+from .catalog_store import CatalogStore, IndexedCatalog
+from .errors import ToolsearchError
 from .finding import describe_tools, search_tools
 from .nesting import MAX_RELAYED_DEPTH
 from .progress import ProgressSink
-from .refusal import CallerRefused, raise_if_refused
-from .results import error_result
+from .refusal import CallerRefused, refused
+from .results import error_result, upstream_failure
 from .settings import ToolsConfig
 from .telemetry import Telemetry
 from .upstream import UpstreamError
@@ -41,7 +44,7 @@ TOO_LARGE_ADVICE = {
 }
 
 
-class UnknownTool(Exception):
+class UnknownTool(ToolsearchError):
     """A tools/call of a tool this server does not list (a protocol error, not a tool result)."""
 
 
@@ -70,12 +73,10 @@ class ToolService:
         This lists the caller's catalog, pinned tools or not, so a caller the upstream refuses gets
         `CallerRefused` here too, which is how OAuth clients learn to sign in.
         """
-        try:
-            catalog = (await self.catalogs.get(caller)).catalog
-        except UpstreamError as exc:
-            raise_if_refused(exc)
-            logger.warning("upstream catalog unavailable for tools/list", extra={"outcome": exc.kind})
+        entry = await self._listed(caller, _no_catalog_for_tools_list)
+        if entry is None:
             return list(self._definitions)
+        catalog = entry.catalog
         pinned = [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
         pinned += [dict(tool.definition) for tool in self._always_loaded(catalog)]
         return self._definitions + pinned
@@ -85,12 +86,8 @@ class ToolService:
 
         Reading them lists the caller's catalog, so an unauthorized caller gets `CallerRefused`.
         """
-        try:
-            upstream = (await self.catalogs.get(caller)).catalog.instructions
-        except UpstreamError as exc:
-            raise_if_refused(exc)
-            logger.warning("upstream instructions unavailable", extra={"outcome": exc.kind})
-            upstream = ""
+        entry = await self._listed(caller, _no_instructions)
+        upstream = entry.catalog.instructions if entry is not None else ""
         return compose_instructions(upstream, self.config.max_instructions)
 
     def is_pinned(self, name: str) -> bool:
@@ -107,12 +104,10 @@ class ToolService:
             return True
         if name in self._schemas or self.config.always_load_tools <= 0:
             return False
-        try:
-            catalog = (await self.catalogs.get(caller)).catalog
-        except UpstreamError as exc:
-            raise_if_refused(exc)
+        entry = await self._listed(caller)
+        if entry is None:
             return True
-        return any(tool.name == name for tool in self._always_loaded(catalog))
+        return any(tool.name == name for tool in self._always_loaded(entry.catalog))
 
     def _always_loaded(self, catalog: Catalog) -> list[Tool]:
         """The catalog's tools marked alwaysLoad and not pinned already: the first few by name."""
@@ -123,12 +118,36 @@ class ToolService:
 
     async def pinned_input_schema(self, caller: Caller, name: str) -> Any:
         """A pinned tool's input schema as listed to `caller` (its `x-mcp-header` marks bind headers)."""
-        try:
-            tool = (await self.catalogs.get(caller)).catalog.get(name)
-        except UpstreamError as exc:
-            raise_if_refused(exc)
+        entry = await self._listed(caller)
+        if entry is None:
             return None  # the call that follows lists again and answers the failure as a tool result
+        tool = entry.catalog.get(name)
         return tool.input_schema if tool is not None else None
+
+    # -- the upstream's failures: one catch site
+
+    async def _or_failure[R](
+        self, caller: Caller, work: Awaitable[R], failed: Callable[[UpstreamError], R]
+    ) -> R:
+        """What `work` returns, or what `failed` makes of the upstream's failure.
+
+        The upstream's refusal of the caller is never data: raised as `CallerRefused`, for the HTTP
+        edge to answer, once `CatalogStore.drop_refused` has dropped what it must of their catalog.
+        """
+        try:
+            return await work
+        except UpstreamError as exc:
+            refusal = refused(exc)
+            if refusal is None:
+                return failed(exc)
+            await self.catalogs.drop_refused(caller.key, exc, listing=False)
+            raise refusal from exc
+
+    async def _listed(
+        self, caller: Caller, unlisted: Callable[[UpstreamError], None] | None = None
+    ) -> IndexedCatalog | None:
+        """The caller's catalog; None when the upstream could not list it (`unlisted` told why)."""
+        return await self._or_failure(caller, self.catalogs.get(caller), unlisted or _unlisted)
 
     # -- tools/call
 
@@ -150,12 +169,8 @@ class ToolService:
             result = await self._run(caller, name, arguments, progress, pinned)
             outcome = "error" if result.get("isError") else "ok"
             return result
-        except CallerRefused as refused:
-            outcome = refused.error.kind
-            if refused.status == 401 and self.catalogs.cached(caller.key) is not None:
-                # A call refused: the upstream no longer lets this caller in (revoked, expired), nor
-                # may the catalog it was shown. (A refused listing has dropped it already.)
-                await self.catalogs.forget(caller.key)
+        except CallerRefused as refusal:  # its catalog dropped already (_or_failure)
+            outcome = refusal.error.kind
             raise
         finally:
             self._telemetry.count("tool_call", tool=metric, outcome=outcome)
@@ -171,11 +186,9 @@ class ToolService:
     ) -> dict[str, Any]:
         if pinned:
             # A pinned tool is called as itself: the client saw its own annotations and asks accordingly.
-            try:
-                result = await self._calls.call(caller, name, arguments, read_only=False, progress=progress)
-            except UpstreamError as exc:  # the caller's catalog could not be listed
-                raise_if_refused(exc)
-                result = error_result(exc.kind, exc.message, tool=name, **upstream_details(exc))
+            called = self._calls.call(caller, name, arguments, read_only=False, progress=progress)
+            # Failed here, the caller's catalog could not be listed (the call's own failures are results).
+            result = await self._or_failure(caller, called, functools.partial(upstream_failure, tool=name))
             return await self._calls.fit_declared(caller, name, result)
         schema = self._schemas[name]
         try:
@@ -191,12 +204,15 @@ class ToolService:
             message = f"The arguments of {name} do not fit its input schema: " + "; ".join(problems)
             # No schema beside the problems: the client has the five tools' schemas from tools/list.
             return error_result("invalid_arguments", message, problems=problems)
-        try:
-            result = await self._proxy_tool(caller, name, arguments, progress)
-        except UpstreamError as exc:
-            raise_if_refused(exc)
-            return error_result(exc.kind, exc.message, **upstream_details(exc))
-        # Every one of the five answers within max_result_bytes (a description of huge tools too).
+        return await self._or_failure(
+            caller, self._bounded(caller, name, arguments, progress), upstream_failure
+        )
+
+    async def _bounded(
+        self, caller: Caller, name: str, arguments: dict[str, Any], progress: ProgressSink | None
+    ) -> dict[str, Any]:
+        """One of the five run, its answer within max_result_bytes (a description of huge tools too)."""
+        result = await self._proxy_tool(caller, name, arguments, progress)
         limited = self._calls.limit(result)
         if limited is not result and name in TOO_LARGE_ADVICE:
             # Cut, it would lose its structured part: an error its output schema admits, and what to ask.
@@ -224,6 +240,18 @@ class ToolService:
         return await self._calls.call(
             caller, target, target_arguments, read_only=read_only, progress=progress
         )
+
+
+def _unlisted(_exc: UpstreamError) -> None:
+    return None
+
+
+def _no_catalog_for_tools_list(exc: UpstreamError) -> None:
+    logger.warning("upstream catalog unavailable for tools/list", extra={"outcome": exc.kind})
+
+
+def _no_instructions(exc: UpstreamError) -> None:
+    logger.warning("upstream instructions unavailable", extra={"outcome": exc.kind})
 
 
 def compose_instructions(upstream: str, limit: int) -> str:

@@ -38,6 +38,7 @@ import referencing
 import referencing.exceptions
 
 from . import patterns
+from .errors import ToolsearchError
 from .nesting import MAX_DEPTH, deeper_than
 from .schema_keywords import Check, TimeUp, bounded, checking
 
@@ -53,11 +54,11 @@ VALIDATION_THREADS = 4
 _GRACE = 0.25
 
 
-class SchemaUnusable(Exception):
+class SchemaUnusable(ToolsearchError):
     """The tool's own schema cannot be used to validate (invalid, unknown dialect, external $ref)."""
 
 
-class Uncheckable(Exception):
+class Uncheckable(ToolsearchError):
     """The arguments could not be checked against the schema, so the call must not go ahead.
 
     `reason` is "too_deep" (the arguments nest deeper than the proxy checks), "too_complex" (the

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from ..errors import ToolsearchError
 from ..tasks import retrieve
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ WAIT = 5.0  # seconds a request waits for a read under way (it then gets a 503; 
 PUBLIC_REASON = "the proxy's client secret could not be read"
 
 
-class SecretUnavailable(Exception):
+class SecretUnavailable(ToolsearchError):
     """The client secret could not be read: `str()` is fit for callers (no ARN, no secret);
     `detail` is for the operator's log (the ARN and the AWS error code, never the secret)."""
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import httpx
 
 from ..bounded import BoundedMap
+from ..errors import ToolsearchError
 from ..tasks import retrieve
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
@@ -53,7 +54,7 @@ class ExchangeConfig:
     timeout: float = 5.0
 
 
-class ExchangeRefused(Exception):
+class ExchangeRefused(ToolsearchError):
     """The authorization server would not exchange the token: `error` (RFC 6749) and its description."""
 
     def __init__(self, error: str, description: str = "") -> None:
@@ -67,7 +68,7 @@ class ExchangeRefused(Exception):
         return self.error in CALLER_ERRORS
 
 
-class ExchangeUnavailable(Exception):
+class ExchangeUnavailable(ToolsearchError):
     """The exchange could not be asked (the server did not answer, or the proxy has no secret)."""
 
 

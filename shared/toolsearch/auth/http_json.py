@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from ..errors import ToolsearchError
+
 MAX_BYTES = 64 * 1024  # a token response, an introspection answer or a key set is a few KB
 
 
@@ -36,7 +38,7 @@ def auth_server_client() -> httpx.AsyncClient:
     return client
 
 
-class AuthServerError(Exception):
+class AuthServerError(ToolsearchError):
     """The authorization server could not be asked, or gave no usable answer; `str()` says why."""
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import httpx
 
 from ..bounded import BoundedMap
+from ..errors import ToolsearchError
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
 
@@ -34,11 +35,11 @@ MAX_TOKEN_CHARS = 16 * 1024  # a JWT with many claims is a few KB
 MAX_CACHED = 4096
 
 
-class InvalidToken(Exception):
+class InvalidToken(ToolsearchError):
     """The token is not one the proxy accepts; `str()` says why (no token in it)."""
 
 
-class ValidationUnavailable(Exception):
+class ValidationUnavailable(ToolsearchError):
     """The token could not be checked just now (the issuer's keys or introspection did not answer)."""
 
 

@@ -52,6 +52,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ToolsearchError
+
 logger = logging.getLogger(__name__)
 
 CODECS = ("zlib", "lzma")
@@ -69,11 +71,11 @@ class StoredCatalog:
     fetched_at: float  # unix seconds
 
 
-class _Corrupt(Exception):
+class _Corrupt(ToolsearchError):
     """An item that this store cannot have written, or a set of chunks that does not add up."""
 
 
-class _Unavailable(Exception):
+class _Unavailable(ToolsearchError):
     """The table did not complete a batch after several rounds (throttled or overloaded)."""
 
 

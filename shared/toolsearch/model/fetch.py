@@ -69,6 +69,8 @@ from toolsearch.model.manifest import (
     write_manifest,
 )
 
+from ..errors import ToolsearchError
+
 log = logging.getLogger(__name__)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -79,7 +81,7 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class ModelFetchError(Exception):
+class ModelFetchError(ToolsearchError):
     """The model could not be downloaded or verified; the message says which file and why."""
 
 
@@ -89,11 +91,11 @@ class DigestMismatchError(ModelFetchError):
         super().__init__(f"{file}: {what} mismatch: expected {expected} ({source}), got {actual}")
 
 
-class _Transient(Exception):
+class _Transient(ToolsearchError):
     """A failure worth retrying (connection dropped, timeout, 429, 5xx)."""
 
 
-class _NotFound(Exception):
+class _NotFound(ToolsearchError):
     pass
 
 

@@ -42,6 +42,8 @@ import numpy as np
 
 from toolsearch.search import Embedder
 
+from ..errors import ToolsearchError
+
 BUNDLED_MODEL_DIR = Path(__file__).resolve().parent.parent / "data" / "model"
 LAMBDA_MODEL_DIR = Path("/opt/model")
 DEFAULT_MAX_LENGTH = 512
@@ -59,7 +61,7 @@ SAFETENSORS_DTYPES: dict[str, np.dtype] = {
 }
 
 
-class ModelLoadError(Exception):
+class ModelLoadError(ToolsearchError):
     """The folder is not a loadable model2vec model; the message says what is wrong."""
 
 

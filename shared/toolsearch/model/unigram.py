@@ -35,13 +35,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+try:
+    from ..errors import ToolsearchError
+except ImportError:  # run as a script (the layer's build): no package, the standard library alone
+    ToolsearchError = Exception  # type: ignore[misc,assignment]
+
 SIDECAR_NAME = "tokenizer.unigram"
 _MAGIC = b"toolsearch-unigram-2\n"
 _EDGE = 1 << 20  # bytes of tokenizer.json's start and end that identify it
 _WORD_CACHE_LIMIT = 200_000
 
 
-class NotUnigram(Exception):
+class NotUnigram(ToolsearchError):
     """The tokenizer is not a Unigram model (or the sidecar cannot describe it)."""
 
 

@@ -6,10 +6,12 @@ import logging
 
 from toolsearch.search import Embedder
 
+from ..errors import ToolsearchError
+
 logger = logging.getLogger(__name__)
 
 
-class EmbedderUnavailable(Exception):
+class EmbedderUnavailable(ToolsearchError):
     """`embedder model2vec` was asked for, but no model could be loaded."""
 
 

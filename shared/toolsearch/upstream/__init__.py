@@ -2,6 +2,6 @@
 
 from ..settings import UpstreamConfig
 from .client import Listing, Upstream
-from .errors import UpstreamError
+from .errors import UpstreamError, answer_by, timed_out
 
-__all__ = ["Listing", "Upstream", "UpstreamConfig", "UpstreamError"]
+__all__ = ["Listing", "Upstream", "UpstreamConfig", "UpstreamError", "answer_by", "timed_out"]

@@ -60,7 +60,7 @@ from .era import (
     read_discovery,
     refuses_as_modern,
 )
-from .errors import RETRYABLE, UpstreamError
+from .errors import RETRYABLE, UpstreamError, answer_by
 from .listing import Listing, catalog_too_large, clean_listing
 from .sessions import LegacySession, SessionStore, session_key
 from .wire import ACCEPT, Reply, exchange
@@ -149,13 +149,8 @@ class Upstream:
         # One deadline for the whole listing: every page, retry and backoff wait fits inside it.
         deadline = asyncio.get_running_loop().time() + limit
         try:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    instructions, pages = await self._list(authorization, deadline)
-            except TimeoutError:
-                raise UpstreamError(
-                    "timeout", f"the upstream did not list its tools within {limit:g} s"
-                ) from None
+            async with answer_by(deadline, "the upstream did not list its tools within %g s", limit):
+                instructions, pages = await self._list(authorization, deadline)
         except UpstreamError as exc:
             log.info(
                 "upstream tools/list failed",
@@ -431,14 +426,8 @@ class Upstream:
         if at is None:
             at = loop.time() + self._config.timeout
         allowed = max(0.0, at - loop.time())
-        timeout = asyncio.timeout_at(at)
-        try:
-            async with timeout:
-                return await request
-        except TimeoutError:
-            if not timeout.expired():
-                raise
-            raise UpstreamError("timeout", f"the upstream did not answer within {allowed:.3g} s") from None
+        async with answer_by(at, "the upstream did not answer within %.3g s", allowed):
+            return await request
 
     # -- one request, in a known era
 

@@ -1,8 +1,17 @@
-"""How an upstream request failed, as data a model and a log can both carry."""
+"""How an upstream request failed, as data a model and a log can both carry.
+
+Every failure of the upstream is an `UpstreamError` of a kind, made in this package only: from an
+HTTP status or a JSON-RPC error object (`answers.py`), from httpx's failures (`wire.py`), and from a
+deadline passing (`timed_out`, through `answer_by` wherever the proxy waits for the upstream).
+"""
 
 from __future__ import annotations
 
+import asyncio
+from types import TracebackType
 from typing import Any
+
+from ..errors import ToolsearchError
 
 KINDS = (
     "unauthorized",  # 401: the caller's token was refused
@@ -23,7 +32,7 @@ KINDS = (
 RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})
 
 
-class UpstreamError(Exception):
+class UpstreamError(ToolsearchError):
     """`message` never holds a token or argument values; an rpc_error's is the upstream's own."""
 
     def __init__(
@@ -62,3 +71,37 @@ class UpstreamError(Exception):
 
     def __repr__(self) -> str:
         return f"UpstreamError({self.kind!r}, status={self.status}, code={self.code})"
+
+
+def timed_out(message: str) -> UpstreamError:
+    """The one way a deadline passing becomes an upstream failure: `timeout` (a call may have run)."""
+    return UpstreamError("timeout", message)
+
+
+class answer_by:  # lower case: used as asyncio.timeout_at is
+    """`async with answer_by(at, message, *args)`: the block, by the loop time `at`, or
+    `timed_out(message % args)` (formatted only then). A `TimeoutError` that is not this deadline's
+    passes through unchanged."""
+
+    __slots__ = ("_args", "_message", "_timeout")
+
+    def __init__(self, at: float, message: str, *args: object) -> None:
+        self._timeout = asyncio.timeout_at(at)
+        self._message = message
+        self._args = args
+
+    async def __aenter__(self) -> None:
+        await self._timeout.__aenter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            await self._timeout.__aexit__(kind, exc, tb)
+        except TimeoutError:  # this deadline's, as asyncio raises it
+            if not self._timeout.expired():
+                raise
+        else:  # the block's own exception, if any, goes on unless it is a timeout past this deadline
+            if kind is None or not issubclass(kind, TimeoutError) or not self._timeout.expired():
+                return
+        raise timed_out(self._message % self._args) from None

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import ToolsearchError
 
-class EventTooLarge(Exception):
+
+class EventTooLarge(ToolsearchError):
     pass
 
 

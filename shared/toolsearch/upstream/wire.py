@@ -26,7 +26,7 @@ import httpx
 
 from ..progress import ProgressRelay
 from ..protocol import loads_json
-from .errors import UpstreamError
+from .errors import UpstreamError, timed_out
 from .sse import EventTooLarge, SSEParser
 
 ACCEPT = "application/json, text/event-stream"
@@ -82,7 +82,7 @@ async def exchange(
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise UpstreamError("connect", f"could not connect to the upstream ({type(exc).__name__})") from None
     except httpx.TimeoutException:
-        raise UpstreamError("timeout", "the upstream did not answer in time") from None
+        raise timed_out("the upstream did not answer in time") from None
     except httpx.LocalProtocolError:
         # Our request is not valid HTTP (the header check above should have said which part):
         # nothing reached the upstream, and sending it again would fail the same way.
