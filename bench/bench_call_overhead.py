@@ -182,7 +182,7 @@ async def _breakdown_layers(upstream_url: str, calls: int) -> dict[str, float]:
 
     from fixtures.mcp_wire import legacy, modern
     from toolsearch.app import build_proxy
-    from toolsearch.callers import Caller, caller_key
+    from toolsearch.callers.identity import Caller, caller_key
     from toolsearch.settings import Settings
 
     logging.disable(logging.INFO)

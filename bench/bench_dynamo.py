@@ -22,8 +22,8 @@ add_tests_to_path()
 
 from fixtures.catalogs import tool_definitions  # noqa: E402
 from fixtures.dynalite import DUMMY_ENV, Dynalite  # noqa: E402
-from toolsearch.cache.dynamo import DynamoSharedTier  # noqa: E402
-from toolsearch.catalog import Catalog  # noqa: E402
+from toolsearch.catalogs.cache.dynamo import DynamoSharedTier  # noqa: E402
+from toolsearch.catalogs.catalog import Catalog  # noqa: E402
 
 SIZES = (500, 1490, 5000)
 

@@ -1,4 +1,4 @@
-"""What the per-caller bounds (fairness.py) cost a call, and what a remembered caller costs in memory.
+"""What the per-caller bounds (service/fairness.py) cost a call, and what a remembered caller costs in memory.
 
     .venv/bin/python bench/bench_fairness.py [--turns 200000] [--keys 4096] [--json PATH]
 
@@ -18,7 +18,7 @@ import tracemalloc
 
 from benchlib import method_line, write_json
 
-from toolsearch.fairness import MAX_KEYS, FairUse, FairUseConfig
+from toolsearch.service.fairness import MAX_KEYS, FairUse, FairUseConfig
 
 
 async def per_turn(fair: FairUse, keys: list[str], turns: int) -> float:

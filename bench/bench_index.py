@@ -39,7 +39,7 @@ from benchlib import (
     write_json,
 )
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search.embedding import VectorCache, build_embedding_index
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import build_lexical_index

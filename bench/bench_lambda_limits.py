@@ -88,7 +88,7 @@ def measure_sizes() -> list[dict[str, Any]]:
             rows.append(_size_row(kind, "default", result, response))
 
         try:
-            from toolsearch.response_size import ResponseSize
+            from toolsearch.server.response_size import ResponseSize
         except ImportError:  # a version of the proxy that does not count the serialised response
             return rows
         # The edge: only Lambda's own limit binds (max_result_bytes far above it).

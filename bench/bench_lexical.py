@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi
 
-from toolsearch.catalog import Catalog, make_tool
+from toolsearch.catalogs.catalog import Catalog, make_tool
 from toolsearch.search.documents import document_tokens
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query

@@ -76,7 +76,7 @@ def build(work: Path, tokenizer_path: Path | None, rows: int, dim: int) -> dict[
     from safetensors.numpy import save_file
     from tokenizers import Tokenizer
 
-    from toolsearch.model.prepare import quantize_rows_int8
+    from toolsearch.model.build.prepare import quantize_rows_int8
 
     folders = {"int8": work / "int8", "float32": work / "float32"}
     if all((f / "model.safetensors").is_file() for f in folders.values()):

@@ -41,12 +41,12 @@ from benchlib import (
 )
 
 from toolsearch.app import catalog_store, tool_service
-from toolsearch.callers import Caller
+from toolsearch.callers.identity import Caller
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.search.index import make_indexer
-from toolsearch.service import ToolService
+from toolsearch.service.tool_service import ToolService
+from toolsearch.service.tooldefs import DEFAULT_LIMIT
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
-from toolsearch.tooldefs import DEFAULT_LIMIT
 
 SIZES = (500, 1490, 5000, 10000)
 TARGETS_MS = {1490: 1.0, 10000: 10.0}

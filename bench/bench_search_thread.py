@@ -35,10 +35,10 @@ from benchlib import (
     write_json,
 )
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search.index import make_indexer
+from toolsearch.service.tooldefs import DEFAULT_LIMIT
 from toolsearch.settings import Settings
-from toolsearch.tooldefs import DEFAULT_LIMIT
 
 
 def longest_queries(chars: int, seed: int) -> list[str]:

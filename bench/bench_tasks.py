@@ -112,8 +112,8 @@ class TaskSet:
 
 def evaluation_set(language: str = "en") -> TaskSet:
     """The demo catalog and the evaluation questions; a question's tools are alternatives."""
-    from toolsearch.demo import demo_tools
-    from toolsearch.evaluation import load_questions
+    from toolsearch.cli.evaluation import load_questions
+    from toolsearch.server.demo import demo_tools
 
     tasks = [Task(q.id, q.text[language], (q.tools,)) for q in load_questions() if language in q.text]
     return TaskSet(f"evaluation set ({language})", [dict(t) for t in demo_tools()], tasks)

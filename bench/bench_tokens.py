@@ -94,8 +94,8 @@ async def proxy_surface() -> tuple[list[dict[str, Any]], str]:
     add_tests_to_path()
     from fixtures.mcp_wire import legacy
     from toolsearch.app import build_proxy
+    from toolsearch.service.tooldefs import GUIDANCE
     from toolsearch.settings import Settings
-    from toolsearch.tooldefs import GUIDANCE
 
     proxy = build_proxy(Settings(embedder="none"))
     transport = httpx.ASGITransport(app=proxy.app)

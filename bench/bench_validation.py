@@ -4,7 +4,7 @@
 
 "Before" is the check as the proxy made it up to now: jsonschema 4.26's own validator class
 (Python's `re` for patterns, pairwise `uniqueItems`), every error gathered. "After" is
-`toolsearch.validation`: RE2 for patterns (`regex` with a deadline for what RE2 cannot compile),
+`toolsearch.validation.arguments`: RE2 for patterns (`regex` with a deadline for what RE2 cannot compile),
 linear-time keywords, a deadline checked at every keyword, in a worker thread.
 - a backtracking pattern, `^(a+)+$` against n `a`s and a `!`: before for growing n (each `a`
   doubles it), after for n up to a megabyte;
@@ -30,9 +30,9 @@ import jsonschema
 import referencing
 from benchlib import demo_definitions, method_line, write_json
 
-from toolsearch import patterns
-from toolsearch.nesting import MAX_DEPTH, deeper_than
-from toolsearch.validation import Uncheckable, Validators, argument_errors, check_arguments
+from toolsearch.validation import patterns
+from toolsearch.validation.arguments import Uncheckable, Validators, argument_errors, check_arguments
+from toolsearch.validation.nesting import MAX_DEPTH, deeper_than
 
 VALIDATORS = Validators()  # one catalog's: each schema's validator built once, as in the proxy
 

@@ -166,7 +166,7 @@ def print_growth(title: str, steps: list[dict[str, Any]]) -> None:
 
 def demo_definitions() -> list[dict[str, Any]]:
     """The demo catalog's definitions, as copies a bench may change."""
-    from toolsearch.demo import demo_tools
+    from toolsearch.server.demo import demo_tools
 
     return copy.deepcopy(list(demo_tools()))
 
@@ -208,7 +208,7 @@ def scaled_definitions(size: int) -> list[dict[str, Any]]:
 
 def evaluation_queries() -> list[str]:
     """Every question of the evaluation set, English then Lithuanian, in file order."""
-    from toolsearch.evaluation import load_questions
+    from toolsearch.cli.evaluation import load_questions
 
     questions = load_questions()
     return [q.text[lang] for lang in ("en", "lt") for q in questions if lang in q.text]

@@ -40,17 +40,10 @@ PIP_ARCH = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64
 # Paths inside the toolsearch package that the function leaves out: nothing functions/proxy/app.py
 # imports, directly or through another module, at import or later.
 BUILD_TIME_ONLY = (
-    "cli.py",  # the `toolsearch` command
-    "catalog_cli.py",  # `toolsearch catalog`
-    "explain_cli.py",  # `toolsearch explain` and `catalog --lint` (the routes use search/explain.py)
-    "serving.py",  # `toolsearch serve` (uvicorn); Lambda has Mangum
-    "host_check.py",  # `toolsearch serve`'s Host header check
-    "evaluation.py",  # `toolsearch eval`
-    "model/fetch.py",  # `toolsearch fetch-model`
-    "model/prepare.py",  # fetch-model's int8 and dimension cuts
-    "model/manifest.py",  # the manifest fetch-model writes (through fetch and prepare)
-    "model/finetune.py",  # `toolsearch fine-tune`
-    "model/potion-multilingual-128M.lock.json",  # fetch-model's pin
+    "cli",  # the `toolsearch` command: serve, catalog, explain, eval, docs, fetch-model, fine-tune
+    "server/local_server.py",  # `toolsearch serve` (uvicorn); Lambda has Mangum
+    "server/host_check.py",  # `toolsearch serve`'s Host header check
+    "model/build",  # fetch-model (fetch, prepare, manifest, its pin) and fine-tune
     "data/model",  # the development model: the function's comes from the layer (/opt/model)
     "data/questions",  # `toolsearch eval`'s questions
 )

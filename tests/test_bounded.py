@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fixtures.clock import Clock
-from toolsearch.bounded import BoundedMap
-from toolsearch.tasks import retrieve
+from toolsearch.ops.bounded import BoundedMap
+from toolsearch.ops.tasks import retrieve
 
 
 def test_the_least_recently_set_goes_first():

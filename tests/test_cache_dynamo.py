@@ -17,8 +17,8 @@ import pytest
 from fixtures.catalogs import tool_definitions
 from fixtures.clock import Clock
 from fixtures.dynalite import Dynalite
-from toolsearch.cache.dynamo import DynamoSharedTier, StoredCatalog
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.cache.dynamo import DynamoSharedTier, StoredCatalog
+from toolsearch.catalogs.catalog import Catalog
 
 pytestmark = pytest.mark.npm
 
@@ -237,7 +237,7 @@ async def test_corrupt_head_reads_as_absent_and_next_put_replaces_it(dynalite, d
     (head,) = heads(dynalite, dynamo_table)
     dynalite.client().put_item(TableName=dynamo_table, Item=corrupt_head(head, how))
 
-    with caplog.at_level(logging.WARNING, logger="toolsearch.cache.dynamo"):
+    with caplog.at_level(logging.WARNING, logger="toolsearch.catalogs.cache.dynamo"):
         assert await store.get(KEY) is None
     assert events[-1] == "dynamo_corrupt"
     (warning,) = [r for r in caplog.records if "corrupt" in r.getMessage()]
@@ -285,7 +285,7 @@ async def test_unreachable_table_gets_none_and_puts_nothing_with_a_warning(dummy
     assert (await store.get(KEY)).data == data
     server.stop()
 
-    with caplog.at_level(logging.WARNING, logger="toolsearch.cache.dynamo"):
+    with caplog.at_level(logging.WARNING, logger="toolsearch.catalogs.cache.dynamo"):
         # A generous guard against hanging, not a speed check (bench/bench_dynamo.py measures).
         assert await asyncio.wait_for(store.get(KEY), 30) is None
         await asyncio.wait_for(store.put(KEY, data, fetched_at=2.0), 30)
@@ -373,7 +373,7 @@ async def test_keys_that_could_reach_other_items_are_refused(dynalite, dynamo_ta
 
 
 def test_importing_the_cache_does_not_import_boto3():
-    code = "import sys, toolsearch.cache.dynamo; assert not {'boto3', 'botocore'} & set(sys.modules)"
+    code = "import sys, toolsearch.catalogs.cache.dynamo; assert not {'boto3', 'botocore'} & set(sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

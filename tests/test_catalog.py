@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolsearch.catalog import Catalog, is_read_only
+from toolsearch.catalogs.catalog import Catalog, is_read_only
 from toolsearch.search import Hit
 from toolsearch.search.hybrid import fuse
 
@@ -53,7 +53,7 @@ def test_fusion_keeps_the_best_lexical_match_first_even_with_negative_scores():
 
 
 def test_short_descriptions_end_at_the_first_real_sentence():
-    from toolsearch.catalog import short_description
+    from toolsearch.catalogs.catalog import short_description
 
     assert short_description("Revoke a dynamic secret lease (e.g. database creds). Returns nothing.") == (
         "Revoke a dynamic secret lease (e.g. database creds)."

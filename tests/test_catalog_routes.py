@@ -26,9 +26,9 @@ from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from fixtures.servers import start_server as serve_with_lifespan
 from toolsearch.app import build_proxy
-from toolsearch.catalog_cli import MAX_PAGES, authorization, base_url
-from toolsearch.catalog_routes import RefreshLimiter, decode_cursor, encode_cursor
-from toolsearch.cli import main
+from toolsearch.cli.catalog import MAX_PAGES, authorization, base_url
+from toolsearch.cli.main import main
+from toolsearch.server.catalog_routes import RefreshLimiter, decode_cursor, encode_cursor
 from toolsearch.settings import Settings
 
 
@@ -317,7 +317,7 @@ async def test_invalid_params_saying_unknown_tool_is_reported_as_unknown_and_rel
 
 @pytest.mark.npm
 async def test_refresh_lists_the_upstream_not_the_shared_tier(dynalite, dynamo_table):
-    from toolsearch.cache.dynamo import DynamoSharedTier
+    from toolsearch.catalogs.cache.dynamo import DynamoSharedTier
 
     def shared():
         return DynamoSharedTier(dynamo_table, ttl_seconds=3600, client=dynalite.client())

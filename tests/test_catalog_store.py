@@ -12,10 +12,10 @@ import pytest
 from fixtures.clock import Clock
 from fixtures.demo_upstream import DemoUpstream, caller
 from toolsearch.app import catalog_store
-from toolsearch.callers import Caller, caller_key
-from toolsearch.catalog_store import CatalogStore
-from toolsearch.demo import DEMO_URL
+from toolsearch.callers.identity import Caller, caller_key
+from toolsearch.catalogs.store import CatalogStore
 from toolsearch.search.index import make_indexer
+from toolsearch.server.demo import DEMO_URL
 from toolsearch.settings import Settings
 from toolsearch.upstream import Upstream, UpstreamError
 

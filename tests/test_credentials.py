@@ -19,8 +19,8 @@ from fixtures.faulty_upstream import RunningFaulty, running_faulty
 from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.callers import caller_key
-from toolsearch.credentials import MalformedAuthorization, read_authorization
+from toolsearch.callers.credentials import MalformedAuthorization, read_authorization
+from toolsearch.callers.identity import caller_key
 from toolsearch.settings import Settings
 
 TOKEN = "alice-token.with_b64-chars~+/=="
@@ -222,7 +222,7 @@ def test_a_well_formed_header_the_upstream_refuses_gets_no_form_hint(value):
 
 def test_no_header_names_the_catalog_of_an_iam_principal():
     # The IAM principal's key lives where no Authorization value can reach (header values hold no NUL).
-    from toolsearch.callers import Caller
+    from toolsearch.callers.identity import Caller
 
     arn = "arn:aws:iam::123456789012:user/alice"
     principal = Caller.iam_principal("https://up/mcp", arn)

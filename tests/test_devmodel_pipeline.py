@@ -26,7 +26,7 @@ from fixtures.model_helpers import make_model, make_tokenizer
 from fixtures.required import unavailable
 from tools.devmodel import build
 from tools.devmodel.config import BuildConfig
-from toolsearch.model.finetune import FineTuneConfig, TrainingSet
+from toolsearch.model.build.finetune import FineTuneConfig, TrainingSet
 from toolsearch.model.load import load_embedder
 
 if shutil.which("dpkg-deb") is None:

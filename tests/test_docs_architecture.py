@@ -1,8 +1,8 @@
 """ARCHITECTURE.md's module tables name every module of `shared/toolsearch/`, and only modules that exist.
 
-A row names its modules in its first column: `endpoint.py`, `cache/dynamo.py`, or a package
+A row names its modules in its first column: `server/endpoint.py`, `catalogs/cache/dynamo.py`, or a package
 (`search/`), whose row then names each of its modules in backquotes (`text.py`, or `fetch` for
-`model/fetch.py`). A module added, moved or removed without its row fails here; so does any `*.py`
+`model/build/fetch.py`). A module added, moved or removed without its row fails here; so does any `*.py`
 path the document names anywhere that is not a file of the repository.
 """
 
@@ -31,7 +31,7 @@ def module_rows() -> list[tuple[list[str], str]]:
 
 
 def package_modules() -> set[str]:
-    """Every module, as a path under `shared/toolsearch/` (`endpoint.py`, `search/text.py`)."""
+    """Every module, as a path under `shared/toolsearch/` (`server/endpoint.py`, `search/text.py`)."""
     return {
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
@@ -79,7 +79,7 @@ def test_every_python_path_the_document_names_exists():
     text = re.sub(r"^```.*?^```", "", DOC.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL)
     files = {path.name for path in PACKAGE.rglob("*.py")}
     mentions = {name for line in text.splitlines() for name in QUOTED.findall(line)}
-    # The diagram names modules in parentheses: (refusal.py), (auth/exchanging.py, ...).
+    # The diagram names modules in parentheses: (callers/refusal.py), (auth/exchanging.py, ...).
     mentions |= set(re.findall(r"[\w/]+\.py\b", DOC.read_text(encoding="utf-8").split("```")[1]))
     missing = []
     for mention in mentions:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.doc_commands import markdown_snippets, python_snippets, toolsearch_argvs
-from toolsearch.cli import build_parser
+from toolsearch.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKDOWN = [

@@ -256,7 +256,7 @@ async def test_oversize_body_is_refused(client):
 
 
 async def test_instructions_are_cut_with_a_note():
-    from toolsearch.service import compose_instructions
+    from toolsearch.service.tool_service import compose_instructions
 
     text = compose_instructions("a" * 50, limit=20)
     assert "a" * 20 in text and "a" * 21 not in text
@@ -370,7 +370,7 @@ async def test_a_bug_of_ours_is_a_json_rpc_error_without_details(caplog):
 
 async def test_serve_answers_a_browsers_preflight_for_an_allowed_origin_only():
     # What `toolsearch serve` runs: the app behind the CORS layer (on Lambda the URL and API do it).
-    from toolsearch.serving import with_cors
+    from toolsearch.server.local_server import with_cors
 
     proxy = build_proxy(Settings(allowed_origins=["https://inspector.example"]))
     app = with_cors(proxy.app, proxy.settings.allowed_origins)
@@ -396,7 +396,7 @@ async def test_serve_answers_a_browsers_preflight_for_an_allowed_origin_only():
 
 
 def test_without_allowed_origins_serve_adds_no_cors_layer():
-    from toolsearch.serving import with_cors
+    from toolsearch.server.local_server import with_cors
 
     proxy = build_proxy(Settings())
     assert with_cors(proxy.app, proxy.settings.allowed_origins) is proxy.app
@@ -445,7 +445,7 @@ async def test_a_param_header_that_comes_twice_is_a_mismatch_and_no_call_is_sent
 async def test_the_method_table_is_what_each_era_answers_and_declares(client):
     """One table: a method answers in the eras it lists, is unknown in the others, and what the
     server declares in each era is the capabilities its methods there are under."""
-    from toolsearch import endpoint as E
+    from toolsearch.server import endpoint as E
 
     named = {
         "tools/call": {"name": "search_tools", "arguments": {"query": "x"}},

@@ -17,7 +17,7 @@ import pytest
 
 from fixtures.mcp_wire import call, modern
 from toolsearch.app import build_proxy
-from toolsearch.demo import demo_app
+from toolsearch.server.demo import demo_app
 from toolsearch.settings import Settings
 
 TOKEN = "Bearer boundary-token-7c1e"

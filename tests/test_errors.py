@@ -36,7 +36,9 @@ def exception_classes() -> dict[str, type[BaseException]]:
 def test_the_walk_finds_the_package_s_exceptions():
     found = exception_classes()
     assert len(found) > 30, "the walk found too few exception classes: the tests below would prove nothing"
-    assert {"toolsearch.upstream.errors.UpstreamError", "toolsearch.refusal.CallerRefused"} <= set(found)
+    assert {"toolsearch.upstream.errors.UpstreamError", "toolsearch.callers.refusal.CallerRefused"} <= set(
+        found
+    )
 
 
 def test_every_exception_class_of_the_package_derives_from_the_base():
@@ -46,8 +48,8 @@ def test_every_exception_class_of_the_package_derives_from_the_base():
 
 
 def test_builtin_bases_callers_rely_on_are_kept():
-    from toolsearch.credentials import MalformedAuthorization
-    from toolsearch.patterns import PatternError, PatternTimeout
+    from toolsearch.callers.credentials import MalformedAuthorization
+    from toolsearch.validation.patterns import PatternError, PatternTimeout
 
     assert issubclass(MalformedAuthorization, ValueError)
     assert issubclass(PatternError, ValueError)
@@ -132,24 +134,24 @@ def test_the_caller_s_catalog_is_dropped_for_a_refusal_in_one_place():
         for name, text in package_sources().items()
         for _ in re.finditer(r"\.forget\(caller|self\.forget\(", text)
     )
-    assert calls == ["catalog_store.py"], calls  # CatalogStore.drop_refused
+    assert calls == ["catalogs/store.py"], calls  # CatalogStore.drop_refused
 
 
 def test_the_service_meets_the_upstream_s_failures_in_one_catch_site():
-    service = package_sources()["service.py"]
+    service = package_sources()["service/tool_service.py"]
     assert len(re.findall(r"except\s*\(?[^:\n]*UpstreamError", service)) == 1  # ToolService._or_failure
 
 
 def test_an_upstream_failure_becomes_a_tool_result_in_one_place():
     made = re.compile(r"error_result\(\s*exc\.kind")
     places = sorted(name for name, text in package_sources().items() for _ in made.finditer(text))
-    assert places == ["results.py"], places  # upstream_failure
+    assert places == ["service/results.py"], places  # upstream_failure
 
 
 def test_our_errors_become_an_http_answer_at_the_edge_alone():
     """The routes hand every failure to `HttpEdge.answer_for`: none answers a refusal itself."""
     sources = package_sources()
-    for route in ("endpoint.py", "catalog_routes.py"):
+    for route in ("server/endpoint.py", "server/catalog_routes.py"):
         text = sources[route]
         assert "answer_for(" in text, route
         assert not re.search(r"except\s*\(?[^:\n]*(CallerRefused|UpstreamError|UnknownTool)", text), route

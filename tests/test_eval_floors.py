@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from toolsearch import evaluation
+from toolsearch.cli import evaluation
 from toolsearch.search.embedder import load_configured_embedder
 
 FLOORS = {
@@ -76,7 +76,7 @@ def test_hybrid_is_never_worse_than_words_alone(figures, asked, language):
 
 
 def test_eval_command_prints_every_row_and_writes_json(tmp_path, capsys):
-    from toolsearch.cli import main
+    from toolsearch.cli.main import main
 
     out = tmp_path / "figures.json"
     assert main(["eval", "--embedder", "none", "--json", str(out)]) == 0
@@ -102,7 +102,7 @@ def test_cosine_search_ranks_tools_by_cosine_alone():
 
 def test_eval_prints_models_side_by_side_and_recall_per_domain(tmp_path, capsys):
     from fixtures.model_helpers import make_model
-    from toolsearch.cli import main
+    from toolsearch.cli.main import main
 
     new, old = make_model(tmp_path / "new", seed=1), make_model(tmp_path / "old", seed=2)
     assert main(["eval", "--model-dir", str(new), "--compare", str(old), "--by-domain"]) == 0

@@ -17,15 +17,15 @@ from mcp.client.streamable_http import streamable_http_client
 from fixtures.logs import capture_logs
 from fixtures.servers import serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.catalog import Catalog
-from toolsearch.catalog_lint import lint
-from toolsearch.cli import main
-from toolsearch.demo import demo_tools
+from toolsearch.catalogs.catalog import Catalog
+from toolsearch.catalogs.lint import lint
+from toolsearch.cli.main import main
 from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.explain import CANDIDATES, explain
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import RankedIndex
+from toolsearch.server.demo import demo_tools
 from toolsearch.settings import Settings
 
 

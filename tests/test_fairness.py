@@ -1,4 +1,4 @@
-"""Per-caller bounds on what the proxy sends the shared upstream (fairness.py), with a clock of our own.
+"""Per-caller bounds on what the proxy sends the shared upstream (service/fairness.py), with our own clock.
 
 Buckets refill by the injected clock, never by sleeping; slots are held and freed by the test
 through events. Through the proxy: one caller's burst is refused as data, before it reaches the
@@ -18,7 +18,7 @@ import pytest
 from fixtures.faulty_upstream import Fault, RunningFaulty, running_faulty
 from fixtures.mcp_wire import call
 from toolsearch.app import build_proxy
-from toolsearch.fairness import CallerLimited, FairUse, FairUseConfig
+from toolsearch.service.fairness import CallerLimited, FairUse, FairUseConfig
 from toolsearch.settings import Settings
 
 WAIT = 10.0  # seconds: only keeps a broken test from hanging

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from fixtures.model_helpers import make_model, make_tokenizer
-from toolsearch.cli import main
-from toolsearch.model.finetune import TrainingSet
+from toolsearch.cli.main import main
+from toolsearch.model.build.finetune import TrainingSet
 from toolsearch.model.load import load_embedder
 
 TOOLS = {
@@ -77,7 +77,7 @@ def test_fine_tune_writes_a_loadable_model_that_finds_the_requested_tools(tmp_pa
 def test_fine_tune_keeps_an_int8_model_int8(tmp_path, base):
     from safetensors.numpy import load_file, save_file
 
-    from toolsearch.model.prepare import quantize_rows_int8
+    from toolsearch.model.build.prepare import quantize_rows_int8
 
     vectors = load_file(str(base / "model.safetensors"))["embeddings"]
     values, scales = quantize_rows_int8(vectors)

@@ -27,8 +27,8 @@ from fixtures.faulty_upstream import RunningFaulty, running_faulty, shared_tools
 from fixtures.logs import LogCapture, capture_logs
 from fixtures.mcp_wire import b64_sentinel, modern
 from fixtures.servers import serve_in_thread
-from toolsearch import protocol as P
 from toolsearch.app import Proxy, build_proxy
+from toolsearch.mcp import protocol as P
 from toolsearch.settings import Settings
 
 TOKEN = "tok-fuzz-7c1e"

@@ -36,7 +36,7 @@ from fixtures.contextforge import (
 from fixtures.doc_commands import toolsearch_argvs
 from fixtures.servers import serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.cli import build_parser
+from toolsearch.cli.main import build_parser
 from toolsearch.settings import Settings, from_args
 
 pytestmark = [pytest.mark.gateway, pytest.mark.npm, pytest.mark.slow]

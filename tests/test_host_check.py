@@ -9,8 +9,8 @@ import pytest
 from fixtures.mcp_wire import legacy, modern
 from fixtures.servers import start_server
 from toolsearch.app import build_proxy
-from toolsearch.host_check import with_host_check
-from toolsearch.serving import served_app
+from toolsearch.server.host_check import with_host_check
+from toolsearch.server.local_server import served_app
 from toolsearch.settings import Settings
 
 ROUTES = [

@@ -25,8 +25,8 @@ from fixtures.faulty_upstream import FaultyUpstream, RunningFaulty, running_faul
 from fixtures.mcp_wire import call
 from fixtures.servers import start_server
 from toolsearch.app import build_proxy
-from toolsearch.nesting import MAX_DEPTH, MAX_RELAYED_DEPTH
 from toolsearch.settings import Settings
+from toolsearch.validation.nesting import MAX_DEPTH, MAX_RELAYED_DEPTH
 
 ALICE, BOB = "tok-alice", "tok-bob"
 USERS = {ALICE: "alice", BOB: "bob"}

@@ -10,12 +10,12 @@ import pytest
 
 from fixtures.mcp_wire import call, modern
 from toolsearch.app import build_proxy, catalog_store, tool_service
-from toolsearch.callers import Caller, caller_key
-from toolsearch.demo import DEMO_URL, demo_app
+from toolsearch.callers.identity import Caller, caller_key
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.search.index import make_indexer
+from toolsearch.server.demo import DEMO_URL, demo_app
+from toolsearch.service.tooldefs import MAX_NAME_CHARS
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
-from toolsearch.tooldefs import MAX_NAME_CHARS
 from toolsearch.upstream import Upstream
 
 HUGE = 190_000  # a query that still fits five times in the 1 MB body limit

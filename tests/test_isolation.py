@@ -29,8 +29,8 @@ from fixtures.logs import LogCapture, capture_logs
 from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.cache.dynamo import DynamoSharedTier
-from toolsearch.callers import caller_key
+from toolsearch.callers.identity import caller_key
+from toolsearch.catalogs.cache.dynamo import DynamoSharedTier
 from toolsearch.settings import Settings
 
 CALLERS = 60

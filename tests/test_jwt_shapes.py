@@ -28,7 +28,7 @@ from fixtures.mcp_wire import modern
 from fixtures.oauth_world import IssuerServer, authorization_server, resource_server, served_late
 from toolsearch.app import build_proxy
 from toolsearch.auth.tokens import seconds
-from toolsearch.oauth import parse_challenge
+from toolsearch.server.oauth import parse_challenge
 from toolsearch.settings import Settings
 
 SHAPES = settings(max_examples=150, deadline=None)

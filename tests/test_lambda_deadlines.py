@@ -13,7 +13,7 @@ import time
 import pytest
 
 from fixtures.lambda_events import FakeContext, event
-from toolsearch.lambda_support import LAMBDA_MARGIN, _due, through_api_gateway
+from toolsearch.aws.lambda_support import LAMBDA_MARGIN, _due, through_api_gateway
 from toolsearch.settings import Settings
 
 SETTINGS = Settings(api_gateway_timeout=29.0)

@@ -35,8 +35,8 @@ from fixtures.lambda_events import (
     request_body,
 )
 from fixtures.result_upstream import ResultUpstream
-from toolsearch.callers import caller_key
-from toolsearch.demo import DEMO_URL, demo_tools
+from toolsearch.callers.identity import caller_key
+from toolsearch.server.demo import DEMO_URL, demo_tools
 from toolsearch.upstream.sse import SSEParser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -492,7 +492,7 @@ def test_a_result_full_of_escapes_fits_the_response_lambda_serialises(
 def test_at_the_edge_a_result_that_just_fits_passes_whole_and_one_more_byte_is_cut(
     load_handler, result_upstream, monkeypatch
 ):
-    from toolsearch.response_size import ResponseSize
+    from toolsearch.server.response_size import ResponseSize
 
     upstream, url = result_upstream
     # Only Lambda's own limit binds here: the proxy's max_result_bytes is set far above it.
@@ -978,7 +978,7 @@ def test_a_principal_verified_without_a_sigv4_header_keeps_its_own_key(load_hand
     ],
 )
 def test_what_is_keyed_of_a_verified_arn(arn, keyed):
-    from toolsearch.aws_iam import principal_of
+    from toolsearch.callers.aws_iam import principal_of
 
     assert principal_of(arn) == keyed
 
@@ -1016,7 +1016,7 @@ def test_progress_full_of_control_characters_and_a_result_at_the_limit_fit_the_l
 ):
     from awslambdaric.lambda_runtime_marshaller import to_json
 
-    from toolsearch.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS
+    from toolsearch.service.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, MAX_TOKEN_CHARS
 
     upstream, url = result_upstream
     upstream.result = STREAM_RESULTS[kind]

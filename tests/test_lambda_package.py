@@ -106,7 +106,7 @@ def test_nothing_the_handler_imports_is_left_out_of_the_package():
     needed = [" -> ".join(chains[name]) for name in sorted(chains.keys() & left_out_modules(PACKAGE))]
     assert not needed, f"run time imports what the function package leaves out: {needed}"
     # The graph is not vacuous: it reaches the request path, lazy imports included.
-    assert {"toolsearch.app", "toolsearch.endpoint", "toolsearch.model.load"} <= chains.keys()
+    assert {"toolsearch.app", "toolsearch.server.endpoint", "toolsearch.model.load"} <= chains.keys()
     assert "toolsearch.auth.jwt_validation" in chains  # imported inside a function of app.py
 
 
@@ -125,14 +125,14 @@ def test_a_run_time_module_importing_a_left_out_one_is_caught(tmp_path):
         target = package / path.relative_to(PACKAGE)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    endpoint = package / "endpoint.py"
+    endpoint = package / "server/endpoint.py"
     endpoint.write_text(
         endpoint.read_text(encoding="utf-8")
-        + "\n\ndef _oops():\n    from .cli import main\n\n    return main\n",
+        + "\n\ndef _oops():\n    from ..cli.main import main\n\n    return main\n",
         encoding="utf-8",
     )
     chains = run_time_modules(module_files(package), HANDLER)
-    assert chains["toolsearch.cli"][-2:] == ["toolsearch.endpoint", "toolsearch.cli"]
+    assert chains["toolsearch.cli.main"][-2:] == ["toolsearch.server.endpoint", "toolsearch.cli.main"]
 
 
 # The handler run from the built package alone: a fresh interpreter without site (so no editable

@@ -1,4 +1,4 @@
-"""Log lines are constant sentences; their figures and names are structured fields (`logs.py`).
+"""Log lines are constant sentences; their figures and names are structured fields (`ops/logs.py`).
 
 A line's message says what happened; the tool, the outcome, the status, the milliseconds, the
 counts and the sizes are `extra` fields, which the Powertools formatter prints as JSON keys (and
@@ -215,7 +215,7 @@ async def test_a_json_log_line_carries_its_figures_as_fields(json_lines):
     (upstream_call,) = by_message["upstream tools/call"]
     assert upstream_call["tool"] == "gcal_get_event" and upstream_call["outcome"] == "ok"
     assert isinstance(upstream_call["ms"], int | float) and "progress_relayed" not in upstream_call
-    # The same call, as the proxy saw it (calling.py): two lines for one call sent upstream.
+    # The same call, as the proxy saw it (service/upstream_calls.py): two lines for one call sent upstream.
     (tool_call,) = by_message["tool call"]
     assert tool_call["tool"] == "gcal_get_event" and tool_call["outcome"] == "ok"
     assert isinstance(tool_call["ms"], int | float) and tool_call["ms"] >= upstream_call["ms"] - 1

@@ -22,7 +22,7 @@ import pytest
 from fixtures.dynalite import REGION
 from fixtures.mcp_wire import call
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.cache.dynamo import DynamoSharedTier
+from toolsearch.catalogs.cache.dynamo import DynamoSharedTier
 from toolsearch.settings import Settings
 
 pytestmark = pytest.mark.npm

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from fixtures.model_helpers import FakeHub, make_model
-from toolsearch.model.fetch import DigestMismatchError, ModelFetchError, fetch_model, load_lock
+from toolsearch.model.build.fetch import DigestMismatchError, ModelFetchError, fetch_model, load_lock
+from toolsearch.model.build.manifest import MANIFEST_NAME, read_manifest
 from toolsearch.model.load import load_embedder, read_safetensors_header
-from toolsearch.model.manifest import MANIFEST_NAME, read_manifest
 
 REPO = "test-org/tiny-model"
 REVISION = "0123456789abcdef0123456789abcdef01234567"

@@ -12,6 +12,8 @@ from safetensors.numpy import save_file
 
 from fixtures.model_helpers import make_model, make_tokenizer
 from toolsearch.model import load as load_module
+from toolsearch.model.build.manifest import read_manifest
+from toolsearch.model.build.prepare import PrepareError, prepare_model, quantize_rows_int8
 from toolsearch.model.load import (
     Model2VecEmbedder,
     ModelLoadError,
@@ -20,8 +22,6 @@ from toolsearch.model.load import (
     read_safetensors_header,
     resolve_model_dir,
 )
-from toolsearch.model.manifest import read_manifest
-from toolsearch.model.prepare import PrepareError, prepare_model, quantize_rows_int8
 
 TEXTS = [
     "create a calendar event",
@@ -200,7 +200,7 @@ def test_model_dir_resolution_order(tmp_path, monkeypatch):
 
 
 def test_prepare_command_reports_energy_and_writes_the_folder(model_dir, tmp_path, capsys):
-    from toolsearch.model.prepare import main
+    from toolsearch.model.build.prepare import main
 
     main([str(model_dir), str(tmp_path / "cli"), "--int8", "--dims", "8"])
 

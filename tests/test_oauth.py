@@ -17,8 +17,8 @@ from fixtures.clock import Clock
 from fixtures.mcp_wire import legacy, modern
 from fixtures.servers import read_asgi_body, serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.metadata_relay import FAILURE_TTL, TTL, MetadataRelay
-from toolsearch.oauth import parse_challenge
+from toolsearch.auth.metadata_relay import FAILURE_TTL, TTL, MetadataRelay
+from toolsearch.server.oauth import parse_challenge
 from toolsearch.settings import Settings
 
 

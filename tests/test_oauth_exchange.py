@@ -36,7 +36,7 @@ from fixtures.oauth_world import (
     served_late,
 )
 from toolsearch.app import Proxy, build_proxy
-from toolsearch.oauth import parse_challenge
+from toolsearch.server.oauth import parse_challenge
 from toolsearch.settings import Settings
 
 GUARD = 60.0  # seconds: keeps a broken test from hanging, no speed claim
@@ -359,7 +359,7 @@ async def test_revocation_ends_search_at_once_in_exchange_mode_with_introspectio
 async def test_a_refused_refresh_drops_the_shared_copy_so_another_environment_does_not_serve_it(
     dynamo_table: str, dynalite: Any
 ):
-    from toolsearch.cache.dynamo import DynamoSharedTier
+    from toolsearch.catalogs.cache.dynamo import DynamoSharedTier
 
     def tier() -> DynamoSharedTier:
         return DynamoSharedTier(dynamo_table, ttl_seconds=3600, client=dynalite.client())
@@ -387,7 +387,7 @@ async def test_a_refused_refresh_drops_the_shared_copy_so_another_environment_do
 
 @pytest.mark.npm
 async def test_exchange_mode_writes_no_token_and_no_secret_to_dynamodb(dynamo_table: str, dynalite: Any):
-    from toolsearch.cache.dynamo import DynamoSharedTier
+    from toolsearch.catalogs.cache.dynamo import DynamoSharedTier
 
     with world("exchange", strict=True) as w:
         tier = DynamoSharedTier(dynamo_table, ttl_seconds=3600, client=dynalite.client())

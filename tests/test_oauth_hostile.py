@@ -27,7 +27,7 @@ from fixtures.mcp_wire import call, modern
 from fixtures.oauth_world import IssuerServer, authorization_server, resource_server, served_late
 from fixtures.servers import read_asgi_body, serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.oauth import parse_challenge
+from toolsearch.server.oauth import parse_challenge
 from toolsearch.settings import Settings
 
 GUARD = 60.0  # seconds: keeps a broken test from hanging, no speed claim

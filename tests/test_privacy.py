@@ -11,10 +11,10 @@ import pytest
 from fixtures.logs import capture_logs
 from fixtures.mcp_wire import call, legacy, modern
 from toolsearch.app import build_proxy
-from toolsearch.lambda_support import catalog_tier
-from toolsearch.logs import configure_logging
+from toolsearch.aws.lambda_support import catalog_tier
+from toolsearch.ops.logs import configure_logging
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
 
 TOKEN = "Bearer s3cr3t-T0KEN-abcdef"
 QUERY = "zanzibar-pelican-quarterly"

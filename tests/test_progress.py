@@ -28,9 +28,9 @@ from fixtures.logs import capture_logs
 from fixtures.mcp_wire import call, legacy
 from fixtures.servers import read_asgi_body, serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, caller_token
+from toolsearch.server.streaming import accepts_event_stream
+from toolsearch.service.progress import MAX_MESSAGE_CHARS, MAX_RELAYED, caller_token
 from toolsearch.settings import Settings
-from toolsearch.streaming import accepts_event_stream
 from toolsearch.upstream.sse import SSEParser
 
 MODERN = "2026-07-28"

@@ -16,7 +16,7 @@ from mcp.client.client import Client
 from fixtures.mcp_wire import call
 from fixtures.servers import serve_in_thread
 from toolsearch.app import build_proxy
-from toolsearch.demo import demo_app
+from toolsearch.server.demo import demo_app
 from toolsearch.settings import Settings
 
 MODES = ["2026-07-28", "legacy"]

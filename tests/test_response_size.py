@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from starlette.responses import JSONResponse
 
-from toolsearch.response_size import JsonAnswer, ResponseSize, body_text
+from toolsearch.server.response_size import JsonAnswer, ResponseSize, body_text
 
 RUNTIMES = ["AWS_Lambda_python3.13", "AWS_Lambda_python3.11", ""]
 
@@ -90,8 +90,8 @@ def test_a_progress_stream_counts_its_events_as_the_runtime_writes_them(executio
 
     from awslambdaric.lambda_runtime_marshaller import to_json
 
-    from toolsearch.progress import Progress
-    from toolsearch.streaming import EVENT_PREFIX, EVENT_SUFFIX, ProgressStream
+    from toolsearch.server.streaming import EVENT_PREFIX, EVENT_SUFFIX, ProgressStream
+    from toolsearch.service.progress import Progress
 
     async def stream_of() -> tuple[ProgressStream, bytes]:
         stream = ProgressStream(token, ResponseSize.lambda_runtime(execution_env))

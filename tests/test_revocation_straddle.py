@@ -18,11 +18,11 @@ import pytest
 from fixtures.clock import Clock
 from fixtures.sdk_upstream import running_upstream
 from toolsearch.app import catalog_store
-from toolsearch.callers import Caller
-from toolsearch.lambda_support import catalog_tier
+from toolsearch.aws.lambda_support import catalog_tier
+from toolsearch.callers.identity import Caller
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import Upstream, UpstreamError
 
 pytestmark = pytest.mark.npm

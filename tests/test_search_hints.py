@@ -17,17 +17,17 @@ import httpx
 import pytest
 
 from toolsearch.app import build_proxy
-from toolsearch.catalog import MAX_SEARCH_HINT, Catalog
-from toolsearch.search.embedder import load_configured_embedder
-from toolsearch.search.embedding import VectorCache, build_embedding_index
-from toolsearch.search.index import make_indexer
-from toolsearch.search_words import (
+from toolsearch.catalogs.catalog import MAX_SEARCH_HINT, Catalog
+from toolsearch.catalogs.search_words import (
     MAX_ENTRIES,
     MAX_FILE_BYTES,
     MAX_WORDS_CHARS,
     SearchWordsError,
     load_search_words,
 )
+from toolsearch.search.embedder import load_configured_embedder
+from toolsearch.search.embedding import VectorCache, build_embedding_index
+from toolsearch.search.index import make_indexer
 from toolsearch.settings import Settings
 
 QUERY = "zorblat"  # a word no tool holds; the model puts ledger_post last, or nowhere

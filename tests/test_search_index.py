@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fixtures.model_helpers import make_model
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.model.load import load_embedder
 from toolsearch.search.embedding import VectorCache
 from toolsearch.search.index import make_indexer

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from toolsearch.catalog import Tool, make_tool
+from toolsearch.catalogs.catalog import Tool, make_tool
 from toolsearch.search import Hit
 from toolsearch.search.documents import document_text, document_tokens, name_words, schema_text
 from toolsearch.search.lexical import LexicalIndex, build_lexical_index

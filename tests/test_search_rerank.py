@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.hybrid import HybridIndex, fuse
 from toolsearch.search.index import make_indexer

@@ -8,7 +8,7 @@ from tools.searchbench.benchset import Request, Source, load_sources
 from tools.searchbench.build import read_lock
 from tools.searchbench.measure import PlainBM25, measure
 from tools.searchbench.run import evaluate
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Hit
 from toolsearch.search.embedder import load_configured_embedder
 

@@ -19,12 +19,12 @@ import pytest
 from fixtures.clock import Clock
 from fixtures.demo_upstream import DemoUpstream, caller
 from toolsearch.app import catalog_store
-from toolsearch.catalog_store import CatalogStore
-from toolsearch.demo import DEMO_URL
-from toolsearch.lambda_support import catalog_tier
+from toolsearch.aws.lambda_support import catalog_tier
+from toolsearch.catalogs.store import CatalogStore
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.search.index import make_indexer
+from toolsearch.server.demo import DEMO_URL
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import Upstream
 
 pytestmark = pytest.mark.npm

@@ -19,7 +19,7 @@ import pytest
 from fixtures.mcp_wire import legacy
 from fixtures.servers import ServerThread, start_server
 from toolsearch.app import build_proxy
-from toolsearch.serving import uvicorn_options
+from toolsearch.server.local_server import uvicorn_options
 from toolsearch.settings import Settings
 
 DEADLINE = 0.5

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from toolsearch import settings as settings_module
-from toolsearch.serving import CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS
+from toolsearch.server.local_server import CORS_ALLOW_HEADERS, CORS_EXPOSE_HEADERS
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "template.yaml"
@@ -93,7 +93,7 @@ def test_the_catalog_table_is_on_demand_with_ttl_and_encryption(template):
 
 def test_iam_allows_exactly_the_calls_the_store_makes_on_this_table_only(function):
     # The DynamoDB calls in the store's source, as IAM actions: get_item -> dynamodb:GetItem.
-    source = (ROOT / "shared" / "toolsearch" / "cache" / "dynamo.py").read_text(encoding="utf-8")
+    source = (ROOT / "shared" / "toolsearch" / "catalogs" / "cache" / "dynamo.py").read_text(encoding="utf-8")
     called = {
         "dynamodb:" + "".join(part.title() for part in name.split("_"))
         for name in re.findall(r"client\.(\w+)\(", source)
@@ -590,7 +590,7 @@ def test_the_dynamodb_alarm_reads_the_metrics_the_lambda_handler_writes(template
     # The alarm must name exactly what EMF publishes: namespace, metric, and every dimension.
     import io
 
-    from toolsearch.lambda_support import EmfMetrics
+    from toolsearch.aws.lambda_support import EmfMetrics
 
     (alarm,) = [r for n, r in template["Resources"].items() if n == "DynamoDbFailuresAlarm"]
     published = set()
@@ -613,7 +613,7 @@ def test_the_dynamodb_alarm_reads_the_metrics_the_lambda_handler_writes(template
         if ns == {"Ref": "MetricsNamespace"}
     }
     assert watched == published
-    source = (ROOT / "shared" / "toolsearch" / "cache" / "dynamo.py").read_text(encoding="utf-8")
+    source = (ROOT / "shared" / "toolsearch" / "catalogs" / "cache" / "dynamo.py").read_text(encoding="utf-8")
     assert '"dynamo_throttled" if throttled else "dynamo_error"' in source
 
 

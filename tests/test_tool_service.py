@@ -19,17 +19,17 @@ from typing import Any
 
 import pytest
 
-from toolsearch import tooldefs as T
 from toolsearch.app import catalog_store, tool_service
-from toolsearch.callers import Caller, caller_key
-from toolsearch.nesting import MAX_RELAYED_DEPTH
-from toolsearch.progress import Progress
-from toolsearch.refusal import CallerRefused
+from toolsearch.callers.identity import Caller, caller_key
+from toolsearch.callers.refusal import CallerRefused
+from toolsearch.ops.telemetry import Telemetry
 from toolsearch.search.index import make_indexer
-from toolsearch.service import ToolService, UnknownTool
+from toolsearch.service import tooldefs as T
+from toolsearch.service.progress import Progress
+from toolsearch.service.tool_service import ToolService, UnknownTool
 from toolsearch.settings import Settings
-from toolsearch.telemetry import Telemetry
 from toolsearch.upstream import Listing, UpstreamError
+from toolsearch.validation.nesting import MAX_RELAYED_DEPTH
 
 TOKEN = "Bearer unit-secret-token-5f2a"
 CALLER = Caller(TOKEN, caller_key("https://upstream.example/mcp", TOKEN))

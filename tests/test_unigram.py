@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from fixtures.model_helpers import make_model
+from toolsearch.model.build.prepare import prepare_model
 from toolsearch.model.load import StaticEmbedder, load_embedder
-from toolsearch.model.prepare import prepare_model
 from toolsearch.model.unigram import (
     SIDECAR_NAME,
     SubVocabularyTokenizer,

@@ -24,8 +24,8 @@ from fixtures.sdk_upstream import (
     running_upstream,
 )
 from fixtures.servers import start_server
-from toolsearch.param_headers import InvalidHeaderAnnotation, header_params, mirror
-from toolsearch.protocol import encode_header_value as encode_value
+from toolsearch.mcp.param_headers import InvalidHeaderAnnotation, header_params, mirror
+from toolsearch.mcp.protocol import encode_header_value as encode_value
 from toolsearch.settings import Settings
 from toolsearch.upstream import Listing, Upstream, UpstreamError
 from toolsearch.upstream.sse import EventTooLarge, SSEParser

@@ -13,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from toolsearch import patterns
-from toolsearch.nesting import MAX_DEPTH, deeper_than
-from toolsearch.schema_keywords import Check
-from toolsearch.validation import (
+from toolsearch.validation import patterns
+from toolsearch.validation.arguments import (
     MAX_MESSAGE_CHARS,
     SchemaUnusable,
     Uncheckable,
@@ -28,6 +26,8 @@ from toolsearch.validation import (
     closest_names,
     edit_distance,
 )
+from toolsearch.validation.nesting import MAX_DEPTH, deeper_than
+from toolsearch.validation.schema_keywords import Check
 
 NAMES = ["github_get_issue", "github_create_issue", "github_list_issues", "gcal_get_event", "jira_get_issue"]
 

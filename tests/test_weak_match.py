@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 from fixtures.result_schemas import misfit
-from toolsearch import tooldefs as T
-from toolsearch.catalog import Catalog
-from toolsearch.catalog_store import IndexedCatalog
-from toolsearch.demo import demo_tools
-from toolsearch.finding import WEAK_NOTE, search_tools
+from toolsearch.catalogs.catalog import Catalog
+from toolsearch.catalogs.store import IndexedCatalog
 from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.index import make_indexer
 from toolsearch.search.weak import Strength, is_weak
+from toolsearch.server.demo import demo_tools
+from toolsearch.service import tooldefs as T
+from toolsearch.service.finding import WEAK_NOTE, search_tools
 
 FOUND = "turn on the kitchen lights"
 NOT_HERE = "bake a sourdough loaf"

@@ -34,18 +34,18 @@ except ImportError:  # elsewhere there is no snapshot to restore from
 
 
 from toolsearch.app import build_proxy  # noqa: E402
-from toolsearch.lambda_support import (  # noqa: E402
+from toolsearch.aws.lambda_support import (  # noqa: E402
     EmfMetrics,
     InvocationLoop,
     answer_event,
     answer_in_time,
     catalog_tier,
 )
-from toolsearch.logs import configure_logging, format_other_records_with  # noqa: E402
-from toolsearch.response_size import ResponseSize  # noqa: E402
+from toolsearch.ops.logs import configure_logging, format_other_records_with  # noqa: E402
+from toolsearch.ops.telemetry import Telemetry  # noqa: E402
 from toolsearch.search.embedder import load_configured_embedder  # noqa: E402
+from toolsearch.server.response_size import ResponseSize  # noqa: E402
 from toolsearch.settings import from_env  # noqa: E402
-from toolsearch.telemetry import Telemetry  # noqa: E402
 
 settings = from_env()
 configure_logging(settings.server.log_level)

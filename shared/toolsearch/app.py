@@ -21,31 +21,36 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import protocol as P
+from toolsearch.catalogs.search_words import load_search_words
+from toolsearch.catalogs.store import CatalogSource, CatalogStore, Indexer, SharedTier
+from toolsearch.mcp import protocol as P
+from toolsearch.ops.telemetry import Telemetry
+from toolsearch.server.authenticators import (
+    CallerAuthenticator,
+    ForwardingAuthenticator,
+    ValidatingAuthenticator,
+)
+from toolsearch.server.catalog_routes import CatalogRoutes, RefreshLimiter
+from toolsearch.server.demo import DEMO_URL, demo_app
+from toolsearch.server.endpoint import McpEndpoint
+from toolsearch.server.http_edge import HttpEdge
+from toolsearch.server.oauth import WELL_KNOWN, ProtectedResource, resource_of
+from toolsearch.server.response_size import ResponseSize
+from toolsearch.service.fairness import FairUse
+from toolsearch.service.tool_service import ToolService
+from toolsearch.service.upstream_calls import ToolCaller, UpstreamCalls
+
 from .auth.audience import AcceptedAudiences, WitnessingUpstream
 from .auth.client_credentials import ClientCredentials
 from .auth.exchange import ExchangeConfig, TokenExchanger
 from .auth.exchanging import ExchangingUpstream
 from .auth.http_json import auth_server_client
 from .auth.tokens import IntrospectionValidator, RememberedExpiries, TokenValidator
-from .authenticators import CallerAuthenticator, ForwardingAuthenticator, ValidatingAuthenticator
-from .calling import ToolCaller, UpstreamCalls
-from .catalog_routes import CatalogRoutes, RefreshLimiter
-from .catalog_store import CatalogSource, CatalogStore, Indexer, SharedTier
-from .demo import DEMO_URL, demo_app
-from .endpoint import McpEndpoint
-from .fairness import FairUse
-from .http_edge import HttpEdge
-from .oauth import WELL_KNOWN, ProtectedResource, resource_of
-from .response_size import ResponseSize
 from .search import Embedder
 from .search.embedding import single_threaded_blas
 from .search.hybrid import Fusion
 from .search.index import make_indexer
-from .search_words import load_search_words
-from .service import ToolService
 from .settings import Settings
-from .telemetry import Telemetry
 from .upstream import Upstream
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ import os
 from dataclasses import fields, replace
 from pathlib import Path
 
-from toolsearch.model.finetune import FineTuneConfig
+from toolsearch.model.build.finetune import FineTuneConfig
 
 from .build import run
 from .config import BuildConfig

@@ -15,8 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from toolsearch.catalog import Catalog
-from toolsearch.model.finetune import TrainingSet, fine_tune
+from toolsearch.catalogs.catalog import Catalog
+from toolsearch.model.build.finetune import TrainingSet, fine_tune
 from toolsearch.search.embedding import embedding_text
 
 from . import gettext_pairs, sources, wordnet_pairs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolsearch.model.finetune import FineTuneConfig
+from toolsearch.model.build.finetune import FineTuneConfig
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

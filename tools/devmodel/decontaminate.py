@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolsearch import evaluation
+from toolsearch.cli import evaluation
 
 from .config import HERE
 

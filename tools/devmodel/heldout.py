@@ -15,9 +15,9 @@ import argparse
 import json
 from pathlib import Path
 
-from toolsearch import evaluation
-from toolsearch.catalog import Catalog
-from toolsearch.model.finetune import TrainingSet
+from toolsearch.catalogs.catalog import Catalog
+from toolsearch.cli import evaluation
+from toolsearch.model.build.finetune import TrainingSet
 from toolsearch.model.load import load_embedder
 from toolsearch.search.hybrid import Fusion
 

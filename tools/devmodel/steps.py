@@ -37,7 +37,7 @@ def check_digest(path: Path, expected: str) -> None:
 def cached_step(
     cache: Path, name: str, key: dict[str, Any], build: Callable[[Path], None], *, force: bool = False
 ) -> Path:
-    """`cache/name-<digest of key>`, built by `build(folder)` unless a finished one is there."""
+    """`catalogs/cache/name-<digest of key>`, built by `build(folder)` unless a finished one is there."""
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
     out = cache / f"{name}-{digest}"
     if (out / DONE).is_file() and not force:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from rank_bm25 import BM25Okapi
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Hit, SearchIndex
 
 from .benchset import Source

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder
 from toolsearch.search.embedding import VectorCache, build_embedding_index
 from toolsearch.search.lexical import build_lexical_index

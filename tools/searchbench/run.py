@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder, SearchIndex
 from toolsearch.search.embedding import VectorCache
 from toolsearch.search.hybrid import Fusion

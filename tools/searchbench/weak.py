@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder
 from toolsearch.search.embedding import VectorCache
 from toolsearch.search.index import make_indexer
 from toolsearch.search.weak import Strength, is_weak, strength
-from toolsearch.tooldefs import DEFAULT_LIMIT
+from toolsearch.service.tooldefs import DEFAULT_LIMIT
 
 from .benchset import Source
 from .run import PHRASINGS

@@ -18,7 +18,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..progress import ProgressSink
+from toolsearch.service.progress import ProgressSink
+
 from ..upstream import Listing, Upstream
 from .tokens import LEEWAY, MAX_TOKEN_CHARS, seconds
 

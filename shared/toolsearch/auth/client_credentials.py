@@ -23,8 +23,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from toolsearch.ops.tasks import retrieve
+
 from ..errors import ToolsearchError
-from ..tasks import retrieve
 
 logger = logging.getLogger(__name__)
 

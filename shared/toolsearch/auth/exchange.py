@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import httpx
 
-from ..bounded import BoundedMap
+from toolsearch.ops.bounded import BoundedMap
+from toolsearch.ops.tasks import retrieve
+
 from ..errors import ToolsearchError
-from ..tasks import retrieve
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json
 from .tokens import token_hash

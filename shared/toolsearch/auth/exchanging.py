@@ -19,8 +19,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..oauth import parse_challenge, quoted
-from ..progress import ProgressSink
+from toolsearch.server.oauth import parse_challenge, quoted
+from toolsearch.service.progress import ProgressSink
+
 from ..upstream import Listing, Upstream, UpstreamError
 from .exchange import Exchanged, ExchangeRefused, ExchangeUnavailable, TokenExchanger
 

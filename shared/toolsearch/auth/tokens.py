@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 import httpx
 
-from ..bounded import BoundedMap
+from toolsearch.ops.bounded import BoundedMap
+
 from ..errors import ToolsearchError
 from .client_credentials import SecretUnavailable
 from .http_json import AuthServerError, request_json

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from toolsearch.catalog import Tool
+from toolsearch.catalogs.catalog import Tool
 from toolsearch.search.text import split_camel_case, tokenize
 
 __all__ = ["NAME_WEIGHT", "TITLE_WEIGHT", "document_text", "document_tokens", "name_words", "schema_text"]

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from toolsearch.bounded import BoundedMap
-from toolsearch.catalog import Tool
+from toolsearch.catalogs.catalog import Tool
+from toolsearch.ops.bounded import BoundedMap
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.documents import name_words
 

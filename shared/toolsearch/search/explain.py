@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from toolsearch.catalog import Catalog, Tool
+from toolsearch.catalogs.catalog import Catalog, Tool
 from toolsearch.search import Hit, SearchIndex
 from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.hybrid import CANDIDATES, HybridIndex, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import _HELD, FEATURES, RankedIndex, features, order
 from toolsearch.search.text import tokenize, tokenize_query
-from toolsearch.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
+from toolsearch.service.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["SHORT_DESCRIPTION_WORDS", "explain", "field_terms", "ranking"]
 
@@ -144,7 +144,7 @@ def explain(
     """Everything about `name`'s place in `query`'s ranking, as data; an unknown name is an error."""
     tool = catalog.get(name)
     if tool is None:
-        from toolsearch.validation import closest_names
+        from toolsearch.validation.arguments import closest_names
 
         return {"error": "unknown_tool", "tool": name, "similar": closest_names(name, catalog.by_name)}
     position = catalog.tools.index(tool)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from toolsearch.catalog import Catalog
+from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder, SearchIndex
 from toolsearch.search.documents import document_tokens
 from toolsearch.search.embedding import VectorCache, build_embedding_index

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from toolsearch.catalog import Tool
+from toolsearch.catalogs.catalog import Tool
 from toolsearch.search import Hit
 from toolsearch.search.documents import document_tokens
 from toolsearch.search.text import tokenize_query

@@ -24,7 +24,7 @@ from importlib import resources
 
 import numpy as np
 
-from toolsearch.catalog import Tool
+from toolsearch.catalogs.catalog import Tool
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.embedding import EmbeddingIndex

@@ -13,7 +13,7 @@ tools/call is sent at most once: never retried, never re-sent after an era
 check or a legacy session's renewal, since a call may have run even when its
 answer was lost. A call whose caller asked for progress carries a progress
 token of the proxy's own; what the upstream reports under it reaches the
-caller's sink, checked and bounded (progress.py).
+caller's sink, checked and bounded (service/progress.py).
 
 What an answer means is `answers.py`, what a listing keeps is `listing.py`, the
 era's evidence is `era.py`. The rest stays in one class on purpose: discovery,
@@ -35,10 +35,8 @@ from typing import Any
 
 import httpx
 
-from toolsearch import deadline as request_deadline
-from toolsearch import param_headers
-from toolsearch.progress import ProgressRelay, ProgressSink
-from toolsearch.protocol import (
+from toolsearch.mcp import param_headers
+from toolsearch.mcp.protocol import (
     IMPLEMENTATION,
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
@@ -47,7 +45,9 @@ from toolsearch.protocol import (
     MODERN_VERSION,
     encode_header_value,
 )
-from toolsearch.tasks import retrieve
+from toolsearch.ops import deadline as request_deadline
+from toolsearch.ops.tasks import retrieve
+from toolsearch.service.progress import ProgressRelay, ProgressSink
 
 from ..settings import UpstreamConfig
 from . import endpoint_hint

@@ -15,7 +15,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from toolsearch.protocol import LEGACY_VERSIONS, MODERN_ERRORS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION
+from toolsearch.mcp.protocol import (
+    LEGACY_VERSIONS,
+    MODERN_ERRORS,
+    MODERN_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 
 from .wire import Reply
 

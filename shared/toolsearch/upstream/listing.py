@@ -12,8 +12,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from toolsearch import param_headers
-from toolsearch.nesting import too_deep
+from toolsearch.mcp import param_headers
+from toolsearch.validation.nesting import too_deep
 
 from .errors import UpstreamError
 

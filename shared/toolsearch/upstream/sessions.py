@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from toolsearch.bounded import BoundedMap
+from toolsearch.ops.bounded import BoundedMap
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,9 @@ from typing import Any, cast
 
 import httpx
 
-from ..progress import ProgressRelay
-from ..protocol import loads_json
+from toolsearch.mcp.protocol import loads_json
+from toolsearch.service.progress import ProgressRelay
+
 from .errors import UpstreamError, timed_out
 from .sse import EventTooLarge, SSEParser
 

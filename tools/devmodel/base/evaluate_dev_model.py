@@ -2,7 +2,7 @@
 
 Each tool of the demo catalog is embedded as the proxy embeds it (`embedding_text`: name as words,
 title, description); each question, in English and in Lithuanian, is ranked against them by cosine.
-A question counts as found when any of its tools is in the top 5 (as in `toolsearch.evaluation`).
+A question counts as found when any of its tools is in the top 5 (as in `toolsearch.cli.evaluation`).
 Prints a Markdown table: variant, size on disk, recall@5 and MRR@10 en/lt, median query embed time.
 
 Run with the project's venv (model2vec without torch), offline:
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from model2vec import StaticModel
 
-from toolsearch.evaluation import LANGUAGES, CosineSearch, evaluation_catalog, load_questions, measure
+from toolsearch.cli.evaluation import LANGUAGES, CosineSearch, evaluation_catalog, load_questions, measure
 from toolsearch.search.embedding import embedding_text
 
 

@@ -11,7 +11,7 @@ find on the evaluation set bounds what any development model built here can find
 
 Each tool is embedded as the proxy embeds it (``embedding_text``); each request, in the user's words
 and as a model's query, in English and Lithuanian, is ranked by cosine; found at k when any of its
-tools is in the top k. Uses ``toolsearch.evaluation`` and prints its table, as ``toolsearch eval`` does.
+tools is in the top k. Uses ``toolsearch.cli.evaluation`` and prints its table, as ``toolsearch eval`` does.
 
 Run in the build venv (``venv.sh`` makes it), offline::
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO_ROOT / "shared"))
 
 import minilm  # noqa: E402  (beside this file)
 
-from toolsearch import evaluation  # noqa: E402
+from toolsearch.cli import evaluation  # noqa: E402
 from toolsearch.search.embedding import embedding_text  # noqa: E402
 
 Encode = Callable[[Sequence[str]], np.ndarray]  # texts -> unit rows

@@ -72,7 +72,7 @@ def retarget(
     from safetensors.numpy import save_file
     from tokenizers import Tokenizer
 
-    from toolsearch.model.prepare import quantize_rows_int8, reduce_dims
+    from toolsearch.model.build.prepare import quantize_rows_int8, reduce_dims
 
     torch.manual_seed(SEED)
     torch.set_num_threads(2)

@@ -1,0 +1,1 @@
+"""AWS Lambda only: one event loop per execution environment, EMF metrics, deadlines."""

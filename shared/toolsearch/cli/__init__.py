@@ -1,0 +1,1 @@
+"""The `toolsearch` command (`main`), `catalog`, `explain`, `eval`. Build time only."""

@@ -1,0 +1,174 @@
+"""Tool results the proxy composes itself: errors as data, and size limits.
+
+An error goes back as a tool result with `isError: true`: its text says what
+went wrong and how to fix it, in sentences (most clients show a failed call's
+model only the text), and `structuredContent.error` holds the same as data
+(kind, message, details) for programs; the output schemas of search_tools and
+describe_tool declare that shape, so every result fits the schema its tool
+declares (docs/clients.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolsearch.mcp.protocol import text_content
+from toolsearch.upstream.errors import UpstreamError
+from toolsearch.validation.nesting import MAX_RELAYED_DEPTH, deeper_than
+
+# The upstream's own error data, in the text, is cut here; structuredContent.error has all of it.
+MAX_DATA_CHARS = 1_000
+
+
+def error_result(kind: str, message: str, **details: Any) -> dict[str, Any]:
+    error = {"kind": kind, "message": message, **{k: v for k, v in details.items() if v is not None}}
+    return {
+        "content": [text_content(error_text(error))],
+        "structuredContent": {"error": error},
+        "isError": True,
+    }
+
+
+def upstream_failure(exc: UpstreamError, **fields: Any) -> dict[str, Any]:
+    """An upstream failure as a tool result: its kind, its message, `fields` (the tool's name), then
+    its details. The one place an `UpstreamError` becomes a tool result; a refusal of the caller
+    (401/403) never does (`callers/refusal.py`)."""
+    return error_result(exc.kind, exc.message, **fields, **upstream_details(exc))
+
+
+def upstream_details(exc: UpstreamError) -> dict[str, Any]:
+    """An upstream failure's details for a tool result: status, code, data, retryAfterSeconds."""
+    details = {k: v for k, v in exc.to_data().items() if k not in ("error", "message")}
+    if deeper_than(details.get("data"), MAX_RELAYED_DEPTH):
+        # An upstream's error data is passed on as it is, unless it could not be written back as JSON.
+        details["data"] = f"(left out: nested more than {MAX_RELAYED_DEPTH} levels deep)"
+    return details
+
+
+def error_text(error: Mapping[str, Any]) -> str:
+    """The error in words: its message, then each detail the message does not already say.
+
+    The input schema stays in the text, after a label: a model that sees only the text (most clients
+    show a failed call's text alone) needs it to fix the arguments.
+    """
+    message = str(error["message"]).strip()
+    tool = error.get("tool")
+    if isinstance(tool, str) and tool not in message:
+        # An upstream's message (e.g. "the upstream did not answer within 5 s") does not name the tool.
+        lowered = message[:1].lower() + message[1:] if message[1:2].islower() else message
+        message = f"{tool} failed: {lowered}"
+    message = _sentence(message)
+    text = " ".join([message, *_details_in_words(error, message)])
+    if "inputSchema" in error:
+        text += "\nThe input schema the arguments must fit: " + _json(error["inputSchema"])
+    return text
+
+
+def _details_in_words(error: Mapping[str, Any], message: str) -> list[str]:
+    said: list[str] = []
+    problems = error.get("problems")
+    if isinstance(problems, list) and not all(str(p) in message for p in problems):
+        said.append("What does not fit: " + "; ".join(str(p) for p in problems) + ".")
+    meant, read_only = error.get("didYouMean"), error.get("readOnly")
+    if isinstance(meant, str) and meant not in message:
+        said.append(f"Did you mean {meant}?")
+    if isinstance(meant, str) and read_only is True:
+        said.append(f"{meant} only reads: call it with call_read_tool.")
+    elif isinstance(meant, str) and read_only is False:
+        said.append(f"{meant} may change things: call it with call_write_tool, with the user's approval.")
+    similar = error.get("similar")
+    if isinstance(similar, list) and similar:
+        said.append("Tools with similar names: " + ", ".join(str(name) for name in similar) + ".")
+    status, code, retry = error.get("status"), error.get("code"), error.get("retryAfterSeconds")
+    if status is not None and f"HTTP {status}" not in message:
+        said.append(f"The upstream answered HTTP {status}.")
+    if code is not None and str(code) not in message:
+        said.append(f"Its JSON-RPC error code was {code}.")
+    if isinstance(retry, int | float):
+        said.append(f"Try again in {retry:g} s.")
+    if "data" in error:
+        data = _json(error["data"])
+        cut = "…" if len(data) > MAX_DATA_CHARS else ""
+        said.append(f"The upstream's error data: {data[:MAX_DATA_CHARS]}{cut}")
+    return said
+
+
+def _sentence(text: str) -> str:
+    """`text` ending as a sentence; an upstream's message ("the upstream did not answer") starting as one."""
+    if not text:
+        return "The call failed."
+    if text.startswith("the "):
+        text = "T" + text[1:]
+    return text if text[-1] in ".?!" else text + "."
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def structured_result(data: dict[str, Any]) -> dict[str, Any]:
+    text = _json(data)
+    return {"content": [text_content(text)], "structuredContent": data, "isError": False}
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def limit_result(
+    result: dict[str, Any], max_bytes: int, size: Callable[[Any], int] = json_size
+) -> dict[str, Any]:
+    """The upstream's result unchanged when it fits; otherwise cut, with a note saying so.
+
+    A cut result has no structuredContent, so one that had it is marked isError: a client that checks
+    the tool's outputSchema refuses a success without it, which would hide the note.
+    `size` counts bytes as the answer carries them: the JSON body locally, the runtime's
+    serialisation on Lambda (server/response_size.py), whose response holds at most 6 MB.
+    """
+    total = size(result)
+    if total <= max_bytes:
+        return result
+    budget = max(1_000, max_bytes - 2_000)
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for block in result.get("content") or []:
+        block_size = size(block)
+        if used + block_size <= budget:
+            kept.append(block)
+            used += block_size
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            room = max(0, budget - used - 200)
+            kept.append({**block, "text": _cut(block, room, size)})
+        break
+    note = (
+        f"[The result was {total:,} bytes, more than the {max_bytes:,} the proxy passes on; it was cut."
+        " Ask for less, e.g. with a filter or a smaller page.]"
+    )
+    kept.append(text_content(note))
+    limited = {
+        "content": kept,
+        "isError": bool(result.get("isError", False)) or "structuredContent" in result,
+    }
+    for key in ("resultType", "_meta"):
+        if key in result:
+            limited[key] = result[key]
+    return limited
+
+
+def _cut(block: dict[str, Any], room: int, size: Callable[[Any], int]) -> str:
+    """The longest start of a text block whose block fits in `room` bytes, as `size` counts them.
+
+    Characters cost 1 to 12 bytes each depending on the count, so the cut is found by shrinking in
+    proportion to the overshoot; each step is shorter than the last.
+    """
+    text: str = block["text"]
+    length = len(text)
+    while length > 0:
+        cost = size({**block, "text": text[:length]})
+        if cost <= room:
+            return text[:length]
+        length = min(length - 1, length * room // cost)
+    return ""
