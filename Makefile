@@ -11,10 +11,11 @@ test:  ## lint, type-check, then every test (what CI runs)
 	.venv/bin/ruff format --check .
 	.venv/bin/toolsearch docs --check
 	.venv/bin/mypy
+	PYTHONPATH=shared .venv/bin/lint-imports --no-cache
 	TOOLSEARCH_TEST_REQUIRE_ALL=1 .venv/bin/python -m pytest -q $(ARGS)
 
 lint:
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && PYTHONPATH=shared .venv/bin/lint-imports --no-cache
 
 docs:  ## regenerate docs/configuration.md from the settings
 	.venv/bin/toolsearch docs

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from toolsearch.server.oauth import parse_challenge, quoted
+from toolsearch.callers.challenge import parse_challenge, quoted
 from toolsearch.service.progress import ProgressSink
 
 from ..upstream import Listing, Upstream, UpstreamError

@@ -13,8 +13,8 @@ status and the proxy's own challenge (`HttpEdge.answer_for`,
 
 from __future__ import annotations
 
+from toolsearch.callers.challenge import parse_challenge
 from toolsearch.errors import ToolsearchError
-from toolsearch.server.oauth import parse_challenge
 from toolsearch.upstream import UpstreamError
 
 REFUSING_KINDS = frozenset({"unauthorized", "forbidden"})

@@ -13,13 +13,18 @@ gateway that reads the last one would route on what the body does not say.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from starlette.requests import Request
+from typing import Any, Protocol
 
 from toolsearch.mcp import param_headers
 from toolsearch.mcp import protocol as P
 from toolsearch.mcp.jsonrpc import Envelope
+
+
+class Request(Protocol):
+    """What negotiation reads of an HTTP request (a Starlette `Request` is one): its headers. No I/O."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
 
 
 def negotiate(request: Request, env: Envelope) -> bool:

@@ -18,13 +18,14 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 
 from toolsearch.auth.audience import AcceptedAudiences, issued_for_and_live
+from toolsearch.callers.challenge import parse_challenge
 from toolsearch.callers.credentials import form_hint
 from toolsearch.callers.identity import Caller
 from toolsearch.callers.refusal import CallerRefused, refused
 from toolsearch.mcp import protocol as P
 from toolsearch.server.authenticators import CallerAuthenticator
 from toolsearch.server.http_refusal import HttpRefusal
-from toolsearch.server.oauth import ProtectedResource, parse_challenge
+from toolsearch.server.oauth import ProtectedResource
 from toolsearch.service.tool_service import UnknownTool
 from toolsearch.upstream import UpstreamError
 

@@ -29,12 +29,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from toolsearch.auth.metadata_relay import MetadataRelay
+from toolsearch.callers.challenge import parse_challenge, quoted
 from toolsearch.settings import OAuthConfig
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
-_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
-_QUOTED_PAIR = re.compile(r"\\(.)")
 _KEPT_CHALLENGE_PARAMS = ("scope", "error", "error_description")
 _MAX_PARAM_CHARS = 1024
 # RFC 3986 host (a reg-name of unreserved characters and %-escapes, or an IPv6 literal), then an
@@ -45,24 +44,6 @@ _SCHEMES = ("http", "https")
 CACHE_SHARED = "public, max-age=300"
 CACHE_PRIVATE = "private, max-age=300"
 CACHE_NONE = "no-store"
-
-
-def parse_challenge(header: str | None) -> dict[str, str]:
-    """The parameters of a Bearer challenge (`resource_metadata`, `scope`, `error`...), unquoted."""
-    if not header:
-        return {}
-    scheme, _, rest = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return {}
-    return {
-        m.group(1).lower(): _QUOTED_PAIR.sub(r"\1", m.group(2)) if m.group(2) is not None else m.group(3)
-        for m in _PARAM.finditer(rest)
-    }
-
-
-def quoted(value: str) -> str:
-    """`value` as an RFC 9110 quoted-string."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _echoable(value: str) -> bool:
