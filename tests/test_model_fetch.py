@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from fixtures.model_helpers import FakeHub, make_model
-from toolsearch.model.build.fetch import DigestMismatchError, ModelFetchError, fetch_model, load_lock
+from toolsearch.model.build.fetch import fetch_model
+from toolsearch.model.build.lock import DigestMismatchError, ModelFetchError, load_lock
 from toolsearch.model.build.manifest import MANIFEST_NAME, read_manifest
 from toolsearch.model.load import load_embedder, read_safetensors_header
 

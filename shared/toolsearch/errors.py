@@ -35,10 +35,10 @@ in this tree.
     ├── ModelLoadError         model/load.py                 a model folder that does not load
     │   ├── PrepareError       model/build/prepare.py
     │   └── FineTuneError      model/build/finetune.py
-    ├── ModelFetchError        model/build/fetch.py          a model that could not be fetched
-    │   └── DigestMismatchErrormodel/build/fetch.py
-    ├── _Transient             model/build/fetch.py          a download worth retrying
-    ├── _NotFound              model/build/fetch.py          a file the model host lacks
+    ├── ModelFetchError        model/build/lock.py           a model that could not be fetched
+    │   └── DigestMismatchError model/build/lock.py
+    ├── Transient              model/build/hub.py            a download worth retrying
+    ├── NotFound               model/build/hub.py            a file the model host lacks
     ├── NotUnigram             model/unigram.py              not a unigram model
     ├── CatalogCliError        cli/catalog.py                `toolsearch catalog` cannot go on
     └── CatalogFileError       cli/explain.py                a catalog file that does not read

@@ -153,7 +153,7 @@ def prepare_model(
 
     write_sidecar(out)
 
-    from toolsearch.model.build.fetch import file_sha256
+    from toolsearch.model.build.lock import file_sha256
 
     origin = read_manifest(source) or {}
     write_manifest(
