@@ -39,6 +39,7 @@ from typing import Protocol
 from toolsearch.callers.identity import Caller
 from toolsearch.callers.refusal import REFUSING_KINDS, refusal_status
 from toolsearch.catalogs.bounds import StrangerGate
+from toolsearch.catalogs.cache import SharedTier
 from toolsearch.catalogs.catalog import Catalog
 from toolsearch.ops import deadline
 from toolsearch.ops.bounded import BoundedMap
@@ -76,25 +77,6 @@ class Indexer(Protocol):
     """Builds a catalog's search index (`search.index.make_indexer`); CPU work, run in a thread."""
 
     def __call__(self, catalog: Catalog, /) -> SearchIndex: ...
-
-
-class StoredCatalog(Protocol):
-    @property
-    def data(self) -> bytes: ...  # Catalog.to_json()
-
-    @property
-    def fetched_at(self) -> float: ...  # unix seconds
-
-
-class SharedTier(Protocol):
-    """Catalog bytes shared between processes (`cache.dynamo.DynamoSharedTier`), and their leases."""
-
-    async def get(self, key: str) -> StoredCatalog | None: ...
-    # False when a refusal recorded after `fetched_at` (the listing's start) forbids the copy.
-    async def put(self, key: str, data: bytes, fetched_at: float) -> bool | None: ...
-    async def try_lease(self, key: str, holder: str, seconds: float) -> bool: ...
-    async def release_lease(self, key: str, holder: str) -> None: ...
-    async def forget(self, key: str, at: float) -> None: ...  # no copy listed before `at` is served
 
 
 EventSink = Callable[[str], None]
