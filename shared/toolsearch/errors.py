@@ -19,7 +19,7 @@ in this tree.
     ├── PatternError           validation/patterns.py        (also ValueError) an uncompilable pattern
     ├── PatternTimeout         validation/patterns.py        (also TimeoutError) a match ran out of time
     ├── MalformedAuthorization callers/credentials.py        (also ValueError) an unforwardable header
-    ├── InvalidHeaderAnnotationmcp/param_headers.py          (also ValueError) a bad x-mcp-header mark
+    ├── InvalidHeaderAnnotation mcp/param_headers.py          (also ValueError) a bad x-mcp-header mark
     ├── SearchWordsError       catalogs/search_words.py      (also ValueError) the operator's words
     ├── EventTooLarge          upstream/sse.py               one SSE event past its bound
     ├── _Unusable              auth/metadata_relay.py        upstream metadata not worth relaying
