@@ -21,7 +21,6 @@ import collections
 import cProfile
 import json
 import logging
-import pstats
 import re
 import sys
 import time
@@ -101,17 +100,19 @@ async def call(app: Any, headers: Headers, body: bytes) -> None:
         raise SystemExit(f"answered {status}")
 
 
-def components(stats: pstats.Stats, cpu_us: float) -> tuple[dict[str, float], float]:
+def components(profile: cProfile.Profile, cpu_us: float) -> tuple[dict[str, float], int]:
+    """Own time by component and all calls, per code object (pstats would merge two of one label)."""
     own: collections.Counter[str] = collections.Counter()
     calls = 0
-    for (path, _line, name), (_cc, ncalls, tottime, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        calls += ncalls
-        if name in ("call", "receive", "send") and path == __file__:
+    for entry in profile.getstats():  # type: ignore[attr-defined]
+        calls += entry.callcount
+        code = entry.code
+        path, name = (code.co_filename, code.co_name) if hasattr(code, "co_filename") else ("~", str(code))
+        if path == __file__ and name in ("call", "receive", "send"):
             continue
         where = f"{path}:{name}"
-        own[next((c for c, rx in COMPONENTS if re.search(rx, where)), "other (builtins, event loop)")] += (
-            tottime
-        )
+        component = next((c for c, rx in COMPONENTS if re.search(rx, where)), "other (builtins, event loop)")
+        own[component] += entry.inlinetime
     total = sum(own.values()) or 1.0
     return {c: cpu_us * t / total for c, t in own.items()}, calls
 
@@ -152,7 +153,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         for headers, body in requests:
             await call(app, headers, body)
         profile.disable()
-        shares, calls = components(pstats.Stats(profile), cpu_us)
+        shares, calls = components(profile, cpu_us)
         results[method] = {
             "requests": len(requests),
             "cpu_us": round(cpu_us, 1),
