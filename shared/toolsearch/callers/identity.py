@@ -12,6 +12,13 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from toolsearch.callers.credentials import read_authorization
+from toolsearch.ops.bounded import BoundedMap
+
+# Each request names its caller by its header: read (checked, normalised, hashed) once per header.
+# A pure function of (upstream URL, value), so one map serves every proxy of the process; bounded in
+# entries and in the length of a value kept (a longer one is read each time), as any per-key map.
+_READ_HEADERS = 1_024
+_READ_HEADER_CHARS = 4_096
 
 
 def caller_key(upstream_url: str, authorization: str | None) -> str:
@@ -61,5 +68,18 @@ class Caller:
 
         Raises MalformedAuthorization.
         """
+        if len(values) != 1 or len(values[0]) > _READ_HEADER_CHARS:
+            return cls._read(upstream_url, values)
+        known = _read_callers.use((upstream_url, values[0]))
+        if known is None:
+            known = cls._read(upstream_url, values)  # a malformed header raises: nothing is kept
+            _read_callers.set((upstream_url, values[0]), known)
+        return known
+
+    @classmethod
+    def _read(cls, upstream_url: str, values: tuple[str, ...]) -> Caller:
         credentials = read_authorization(*values)
         return cls(credentials.header, _key(upstream_url, credentials.identity))
+
+
+_read_callers: BoundedMap[tuple[str, str], Caller] = BoundedMap(_READ_HEADERS)

@@ -102,9 +102,12 @@ class Catalog:
     instructions: str = ""
     fetched_at: float = 0.0  # unix seconds when the upstream listed it
     by_name: Mapping[str, Tool] = field(init=False, repr=False, compare=False)
+    # The tools marked alwaysLoad, in the catalog's order: read per tools/list, found once here.
+    marked: Sequence[Tool] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_name", {tool.name: tool for tool in self.tools})
+        object.__setattr__(self, "marked", tuple(tool for tool in self.tools if tool.always_load))
 
     def __len__(self) -> int:
         return len(self.tools)

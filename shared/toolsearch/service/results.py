@@ -108,9 +108,37 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+# The most bytes one character of an answer's compact JSON takes, in every count `limit_result` is
+# given (response_size.py): 4 in UTF-8, 12 on a runtime writing an astral character as two \uXXXX.
+_MOST_BYTES_PER_CHAR = 12
+_MOST_CHARS_AROUND = 100  # the JSON around a structured result's text and its data
+
+
+class StructuredResult(dict[str, Any]):
+    """A structured result that keeps the JSON text of its data (the text block's, as written).
+
+    Its size has a bound read from that text without serialising it again: a text block writes each
+    character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, data: dict[str, Any], text: str) -> None:
+        super().__init__(content=[text_content(text)], structuredContent=data, isError=False)
+        self.text = text
+
+    def most_chars(self) -> int | None:
+        """At most how many characters its compact JSON takes; None once it no longer holds just that."""
+        content = self.get("content")
+        if len(self) != 3 or not isinstance(content, list) or len(content) != 1:
+            return None
+        if content[0].get("text") is not self.text or len(content[0]) != 2:
+            return None
+        return 7 * len(self.text) + _MOST_CHARS_AROUND
+
+
 def structured_result(data: dict[str, Any]) -> dict[str, Any]:
-    text = _json(data)
-    return {"content": [text_content(text)], "structuredContent": data, "isError": False}
+    return StructuredResult(data, _json(data))
 
 
 def json_size(value: Any) -> int:
@@ -125,8 +153,14 @@ def limit_result(
     A cut result has no structuredContent, so one that had it is marked isError: a client that checks
     the tool's outputSchema refuses a success without it, which would hide the note.
     `size` counts bytes as the answer carries them: the JSON body locally, the runtime's
-    serialisation on Lambda (server/response_size.py), whose response holds at most 6 MB.
+    serialisation on Lambda (server/response_size.py), whose response holds at most 6 MB; it counts at
+    most 12 bytes per character of the compact JSON, so a structured result far under the limit is
+    passed on without being serialised to be measured.
     """
+    if isinstance(result, StructuredResult):  # most answers of the five: far under the limit
+        most = result.most_chars()
+        if most is not None and most * _MOST_BYTES_PER_CHAR <= max_bytes:
+            return result
     total = size(result)
     if total <= max_bytes:
         return result

@@ -113,7 +113,7 @@ class ToolService:
         """The catalog's tools marked alwaysLoad and not pinned already: the first few by name."""
         if self.config.always_load_tools <= 0:
             return []
-        marked = (t for t in catalog.tools if t.always_load and t.name not in self._pinned)
+        marked = (t for t in catalog.marked if t.name not in self._pinned)
         return [t for t in marked if t.name not in self._schemas][: self.config.always_load_tools]
 
     async def pinned_input_schema(self, caller: Caller, name: str) -> Any:
