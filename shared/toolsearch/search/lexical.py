@@ -88,6 +88,11 @@ class LexicalIndex:
                 scores[self._positions[span]] += self._contributions[span]
         return scores
 
+    def document_frequencies(self) -> dict[str, int]:
+        """How many documents hold each term."""
+        counts = np.diff(self._starts)
+        return {term: int(counts[i]) for term, i in self._term_ids.items()}
+
     def term_matches(self, distinct_terms: Sequence[str]) -> np.ndarray:
         """How many of these (distinct) terms each document holds."""
         counts = np.zeros(self.size)

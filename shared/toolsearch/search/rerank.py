@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
@@ -53,6 +54,13 @@ FEATURES = (
     # terms. Equal for every candidate, so it matters only through the two products below.
     "cosine_when_words_miss",  # cosine_scaled x (1 - that share)
     "bm25_when_words_hit",  # bm25 x that share
+    "action_verb_asked",  # the first term of the name after its server prefix is one of the query's
+    "verb_class_agrees",  # +1: the query asks the tool's kind of action (get, list, create...); -1: another
+    "server_terms_asked",  # share of the server prefix's terms (shared by 2+ tools) the query holds
+    "parameter_names_asked",  # share of the query's terms among the tool's parameter names
+    "name_idf_share",  # IDF-weighted share of the query's terms in the name
+    "name_phrase",  # the name's action terms appear in the query in order, side by side
+    "near_duplicates",  # log of how many candidates share this tool's action name
 )
 
 
@@ -91,8 +99,43 @@ def load_weights() -> RankerWeights | None:
     return RankerWeights(**linear)
 
 
+def _parameter_names(schema: object) -> list[str]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return [name for name in properties if isinstance(name, str)] if isinstance(properties, Mapping) else []
+
+
 def _distinct_terms(text: str) -> list[str]:
     return list(dict.fromkeys(tokenize(text)))
+
+
+_VERB_CLASSES = {
+    "read": "get fetch retriev read show view obtain return detail info",
+    "list": "list all enumer brows",
+    "create": "creat add new make insert post generat regist build",
+    "delete": "delet remov destroy drop cancel unsubscrib",
+    "update": "updat edit modifi chang set put patch renam",
+    "search": "search find queri lookup look seek filter",
+    "send": "send post share notifi email messag publish",
+}
+_VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
+_PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
+
+
+def _server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Each name's server prefix and the rest: split at the first "-", "__", "." or "/",
+    when two tools or more share that prefix (`get-weread-rank` alone keeps its whole name)."""
+    split = [(m.group(1), m.group(2)) if (m := _PREFIX.match(name)) else ("", name) for name in names]
+    counts: dict[str, int] = {}
+    for server, _ in split:
+        counts[server] = counts.get(server, 0) + 1
+    return [
+        (server, action) if server and counts[server] > 1 else ("", name)
+        for (server, action), name in zip(split, names, strict=True)
+    ]
+
+
+def _verb_class(terms: Sequence[str]) -> int:
+    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
 
 
 class FieldIndex:
@@ -113,6 +156,65 @@ class FieldIndex:
         self._verb_ids = term_ids
         self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
+        parts = _server_and_action([tool.name for tool in tools])
+        actions = [tokenize(name_words(action)) for _, action in parts]
+        self.action_verbs = [a[0] if a else "" for a in actions]
+        self.action_terms = [tuple(a) for a in actions]
+        first_words = [tokenize(tool.description)[:3] for tool in tools]
+        self.verb_classes = np.array(
+            [
+                _verb_class(a[:1]) if _verb_class(a[:1]) >= 0 else _verb_class(w[:1])
+                for a, w in zip(actions, first_words, strict=True)
+            ]
+        )
+        servers = [_distinct_terms(name_words(server)) for server, _ in parts]
+        self.server = LexicalIndex(servers)
+        self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
+        self.parameter_names = LexicalIndex(
+            [
+                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
+                for tool in tools
+            ]
+        )
+        self.name_term_sets = [frozenset(n) for n in names]
+        documents = max(len(tools), 1)
+        self._idf = {t: float(np.log1p(documents / df)) for t, df in whole.document_frequencies().items()}
+
+    def extra(self, terms: Sequence[str], candidates: np.ndarray) -> list[np.ndarray]:
+        """The features after `bm25_when_words_hit`, for these candidates only."""
+        distinct = list(dict.fromkeys(terms))
+        asked = set(distinct)
+        count = max(len(distinct), 1)
+        query_class = _verb_class(distinct)
+        idf = [self._idf.get(t, 0.0) for t in distinct]
+        idf_total = sum(idf) or 1.0
+        verb, agrees, name_idf, phrase, duplicates = [], [], [], [], []
+        pool: dict[tuple[str, ...], int] = {}
+        for c in candidates:
+            pool[self.action_terms[c]] = pool.get(self.action_terms[c], 0) + 1
+        text = " " + " ".join(terms) + " "
+        for c in candidates:
+            verb.append(self.action_verbs[c] in asked)
+            tool_class = self.verb_classes[c]
+            agrees.append(
+                0.0 if query_class < 0 or tool_class < 0 else (1.0 if tool_class == query_class else -1.0)
+            )
+            names = self.name_term_sets[c]
+            name_idf.append(sum(w for t, w in zip(distinct, idf, strict=True) if t in names) / idf_total)
+            action = self.action_terms[c]
+            phrase.append(len(action) > 1 and (" " + " ".join(action) + " ") in text)
+            duplicates.append(np.log(pool[action]))
+        server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
+        parameters = self.parameter_names.term_matches(distinct)[candidates] / count
+        return [
+            np.array(verb, dtype=np.float64),
+            np.array(agrees),
+            server,
+            parameters,
+            np.array(name_idf),
+            np.array(phrase, dtype=np.float64),
+            np.array(duplicates),
+        ]
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""
@@ -162,6 +264,8 @@ def features(
     columns.append(fields.description_length[candidates])
     confidence = float(columns[4].max(initial=0.0))
     columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
+    if len(candidates):
+        columns += fields.extra(terms, candidates)
     return np.column_stack(columns) if len(candidates) else np.zeros((0, len(FEATURES)))
 
 
