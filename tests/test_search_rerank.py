@@ -10,7 +10,7 @@ from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.hybrid import HybridIndex, fuse
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights
+from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights, order
 
 TOOLS = [
     {"name": "calendar_create_event", "description": "Create an event in a calendar."},
@@ -61,15 +61,20 @@ def test_fusion_is_still_there_when_asked_for(embedder):
     assert isinstance(make_indexer(None, ranker="fusion")(catalog), LexicalIndex)
 
 
-def test_a_query_whose_words_reach_no_tool_keeps_the_fused_order(embedder):
+def test_a_query_whose_words_reach_no_tool_is_ranked_too_and_the_guard_still_works(embedder):
     catalog = Catalog.from_definitions(TOOLS)
     ranked = make_indexer(embedder)(catalog)
     query = "umbrella tomorrow?"  # no word of any tool: only the embedding can answer
     found = ranked.find(query)
     assert found.matrix[:, FEATURES.index("query_terms_held")].max(initial=0.0) == 0.0
-    expected = fuse(found.lexical_hits, found.semantic_hits, 3, ranked.fusion)
-    assert ranked.search([query], 3)[0] == expected
-    assert names(catalog, expected)[0] == "weather_get_forecast"
+    expected = order(found.matrix, found.positions, ranked.ranker, 3)
+    assert ranked.search([query], 3)[0] == expected  # the guard is off by default
+    guarded = RankedIndex(
+        ranked.lexical, ranked.fields, load_weights(), ranked.semantic, embedder, words_threshold=0.15
+    )
+    fused = fuse(found.lexical_hits, found.semantic_hits, 3, guarded.fusion)
+    assert guarded.search([query], 3)[0] == fused
+    assert names(catalog, fused)[0] == "weather_get_forecast"
 
 
 def test_an_empty_catalog_and_an_empty_query_find_nothing(embedder):
