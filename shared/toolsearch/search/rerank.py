@@ -158,8 +158,14 @@ class FieldIndex:
         self.size = len(tools)
         parts = _server_and_action([tool.name for tool in tools])
         actions = [tokenize(name_words(action)) for _, action in parts]
-        self.action_verbs = [a[0] if a else "" for a in actions]
-        self.action_terms = [tuple(a) for a in actions]
+        self.action_verb_ids = np.array(
+            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions]
+        )
+        self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
+        self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
+        self.action_phrases = [" " + " ".join(a) + " " for a in actions]
+        action_ids: dict[tuple[str, ...], int] = {}
+        self.action_ids = np.array([action_ids.setdefault(tuple(a), len(action_ids)) for a in actions])
         first_words = [tokenize(tool.description)[:3] for tool in tools]
         self.verb_classes = np.array(
             [
@@ -176,45 +182,34 @@ class FieldIndex:
                 for tool in tools
             ]
         )
-        self.name_term_sets = [frozenset(n) for n in names]
         documents = max(len(tools), 1)
         self._idf = {t: float(np.log1p(documents / df)) for t, df in whole.document_frequencies().items()}
 
     def extra(self, terms: Sequence[str], candidates: np.ndarray) -> list[np.ndarray]:
         """The features after `bm25_when_words_hit`, for these candidates only."""
         distinct = list(dict.fromkeys(terms))
-        asked = set(distinct)
         count = max(len(distinct), 1)
+        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
+        verb = np.isin(self.action_verb_ids[candidates], asked).astype(np.float64)
         query_class = _verb_class(distinct)
+        tool_class = self.verb_classes[candidates]
+        agrees = np.where(tool_class == query_class, 1.0, -1.0)
+        if query_class < 0:
+            agrees[:] = 0.0
+        agrees[tool_class < 0] = 0.0
         idf = [self._idf.get(t, 0.0) for t in distinct]
-        idf_total = sum(idf) or 1.0
-        verb, agrees, name_idf, phrase, duplicates = [], [], [], [], []
-        pool: dict[tuple[str, ...], int] = {}
-        for c in candidates:
-            pool[self.action_terms[c]] = pool.get(self.action_terms[c], 0) + 1
+        name_idf = self.name.term_matches(distinct, idf)[candidates] / (sum(idf) or 1.0)
+        # A phrase needs every action term held: only those few candidates are compared as text.
+        whole_action = self.action.term_matches(distinct)[candidates] >= self.action_sizes[candidates]
+        phrase = np.zeros(len(candidates))
         text = " " + " ".join(terms) + " "
-        for c in candidates:
-            verb.append(self.action_verbs[c] in asked)
-            tool_class = self.verb_classes[c]
-            agrees.append(
-                0.0 if query_class < 0 or tool_class < 0 else (1.0 if tool_class == query_class else -1.0)
-            )
-            names = self.name_term_sets[c]
-            name_idf.append(sum(w for t, w in zip(distinct, idf, strict=True) if t in names) / idf_total)
-            action = self.action_terms[c]
-            phrase.append(len(action) > 1 and (" " + " ".join(action) + " ") in text)
-            duplicates.append(np.log(pool[action]))
+        for i in np.flatnonzero(whole_action):
+            phrase[i] = self.action_phrases[candidates[i]] in text
+        _, inverse, counts = np.unique(self.action_ids[candidates], return_inverse=True, return_counts=True)
+        duplicates = np.log(counts[inverse].astype(np.float64))
         server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
         parameters = self.parameter_names.term_matches(distinct)[candidates] / count
-        return [
-            np.array(verb, dtype=np.float64),
-            np.array(agrees),
-            server,
-            parameters,
-            np.array(name_idf),
-            np.array(phrase, dtype=np.float64),
-            np.array(duplicates),
-        ]
+        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""
