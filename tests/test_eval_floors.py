@@ -22,7 +22,8 @@ FLOORS = {
     # it replaced) in users' own words, which avoid the tools' words by design. Both are held.
     ("lexical", "user", "en"): (0.194, 0.393, 0.468, 0.277),
     ("lexical", "user", "lt"): (0.044, 0.147, 0.183, 0.088),
-    ("lexical", "model", "en"): (0.873, 0.956, 0.972, 0.910),
+    # R@1 lowered with the seven new ranker features: 2 of 252 questions (public dev: 0.844 -> 0.851).
+    ("lexical", "model", "en"): (0.865, 0.956, 0.972, 0.907),
     ("lexical", "model", "lt"): (0.865, 0.976, 0.980, 0.909),
     ("embedding", "user", "en"): (0.321, 0.587, 0.678, 0.434),
     ("embedding", "user", "lt"): (0.238, 0.499, 0.595, 0.345),
@@ -32,10 +33,12 @@ FLOORS = {
     ("fused", "user", "lt"): (0.265, 0.515, 0.611, 0.373),
     ("fused", "model", "en"): (0.876, 0.972, 0.984, 0.921),
     ("fused", "model", "lt"): (0.916, 0.988, 0.992, 0.947),
-    ("hybrid", "user", "en"): (0.242, 0.536, 0.667, 0.369),
-    ("hybrid", "user", "lt"): (0.262, 0.496, 0.611, 0.371),
-    ("hybrid", "model", "en"): (0.873, 0.964, 0.984, 0.919),
-    ("hybrid", "model", "lt"): (0.885, 0.980, 0.992, 0.927),
+    # Users' words lowered when the 15% guard was dropped: it lost on the public dev split, and by
+    # the issue's rule a choice that gains only on this made-up set is not taken (searchbench README).
+    ("hybrid", "user", "en"): (0.218, 0.484, 0.627, 0.335),
+    ("hybrid", "user", "lt"): (0.183, 0.429, 0.559, 0.292),
+    ("hybrid", "model", "en"): (0.873, 0.964, 0.984, 0.917),
+    ("hybrid", "model", "lt"): (0.893, 0.976, 0.992, 0.931),
 }
 
 

@@ -10,7 +10,7 @@ from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.hybrid import HybridIndex, fuse
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights
+from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights, order
 
 TOOLS = [
     {"name": "calendar_create_event", "description": "Create an event in a calendar."},
@@ -61,15 +61,20 @@ def test_fusion_is_still_there_when_asked_for(embedder):
     assert isinstance(make_indexer(None, ranker="fusion")(catalog), LexicalIndex)
 
 
-def test_a_query_whose_words_reach_no_tool_keeps_the_fused_order(embedder):
+def test_a_query_whose_words_reach_no_tool_is_ranked_too_and_the_guard_still_works(embedder):
     catalog = Catalog.from_definitions(TOOLS)
     ranked = make_indexer(embedder)(catalog)
     query = "umbrella tomorrow?"  # no word of any tool: only the embedding can answer
     found = ranked.find(query)
     assert found.matrix[:, FEATURES.index("query_terms_held")].max(initial=0.0) == 0.0
-    expected = fuse(found.lexical_hits, found.semantic_hits, 3, ranked.fusion)
-    assert ranked.search([query], 3)[0] == expected
-    assert names(catalog, expected)[0] == "weather_get_forecast"
+    expected = order(found.matrix, found.positions, ranked.ranker, 3)
+    assert ranked.search([query], 3)[0] == expected  # the guard is off by default
+    guarded = RankedIndex(
+        ranked.lexical, ranked.fields, load_weights(), ranked.semantic, embedder, words_threshold=0.15
+    )
+    fused = fuse(found.lexical_hits, found.semantic_hits, 3, guarded.fusion)
+    assert guarded.search([query], 3)[0] == fused
+    assert names(catalog, fused)[0] == "weather_get_forecast"
 
 
 def test_an_empty_catalog_and_an_empty_query_find_nothing(embedder):
@@ -84,3 +89,73 @@ def test_equal_tools_are_ordered_by_position():
     catalog = Catalog.from_definitions(twins)
     hits = make_indexer(None)(catalog).search(["send a message"], 4)[0]
     assert [hit.position for hit in hits] == [0, 1, 2, 3]
+
+
+SERVERS = [
+    {"name": "weread-get-weread-rank", "description": "Get the WeRead book ranking."},
+    {"name": "weread-search_books", "description": "Search books on WeRead."},
+    {
+        "name": "notion-search_pages",
+        "description": "Search pages in Notion.",
+        "inputSchema": {"type": "object", "properties": {"pageSize": {"type": "integer"}}},
+    },
+    {"name": "notion-delete_page", "description": "Remove a page."},
+    {"name": "Travel_1_FindAttractions", "description": "Attractions to visit in a city."},
+]
+
+
+def column(matrix, feature):
+    return matrix[:, FEATURES.index(feature)]
+
+
+def extra_features(query):
+    from toolsearch.search.lexical import build_lexical_index
+    from toolsearch.search.rerank import FieldIndex
+    from toolsearch.search.text import tokenize_query
+
+    catalog = Catalog.from_definitions(SERVERS)
+    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    # In the order of SERVERS, whatever order the catalog keeps.
+    candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
+    values = fields.extra(tokenize_query(query), candidates)
+    extra = FEATURES[FEATURES.index("action_verb_asked") :]
+    return dict(zip(extra, values, strict=True))
+
+
+def test_the_server_prefix_is_split_off_only_when_tools_share_it():
+    from toolsearch.search.rerank import _server_and_action
+
+    names = [tool["name"] for tool in SERVERS]
+    assert _server_and_action(names) == [
+        ("weread", "get-weread-rank"),
+        ("weread", "search_books"),
+        ("notion", "search_pages"),
+        ("notion", "delete_page"),
+        ("", "Travel_1_FindAttractions"),
+    ]
+
+
+def test_the_action_verb_after_the_server_prefix_is_matched():
+    f = extra_features("delete a notion page")
+    assert f["action_verb_asked"].tolist() == [0, 0, 0, 1, 0]
+    # "remove" is the kind of action "delete" names; "search" is another kind.
+    assert f["verb_class_agrees"].tolist() == [-1, -1, -1, 1, 0]
+    assert f["server_terms_asked"].tolist() == [0, 0, 1, 1, 0]
+
+
+def test_a_query_without_an_action_word_has_no_verb_agreement():
+    assert extra_features("weread books")["verb_class_agrees"].tolist() == [0] * 5
+
+
+def test_parameter_names_phrase_and_near_duplicates():
+    f = extra_features("search pages with page size")
+    assert f["parameter_names_asked"][2] > 0 and f["parameter_names_asked"][0] == 0
+    assert f["name_phrase"].tolist() == [0, 0, 1, 0, 0]
+    assert extra_features("travel 1 find attractions")["name_phrase"].tolist() == [0, 0, 0, 0, 1]
+    assert extra_features("x")["near_duplicates"].tolist() == [0] * 5
+
+
+def test_the_idf_weighted_name_share_favours_rare_terms():
+    f = extra_features("weread rank")
+    assert f["name_idf_share"][0] == pytest.approx(1.0)
+    assert 0 < f["name_idf_share"][1] < 1

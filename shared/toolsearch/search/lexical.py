@@ -88,13 +88,21 @@ class LexicalIndex:
                 scores[self._positions[span]] += self._contributions[span]
         return scores
 
-    def term_matches(self, distinct_terms: Sequence[str]) -> np.ndarray:
-        """How many of these (distinct) terms each document holds."""
+    def document_frequencies(self) -> dict[str, int]:
+        """How many documents hold each term."""
+        counts = np.diff(self._starts)
+        return {term: int(counts[i]) for term, i in self._term_ids.items()}
+
+    def term_matches(
+        self, distinct_terms: Sequence[str], weights: Sequence[float] | None = None
+    ) -> np.ndarray:
+        """How many of these (distinct) terms each document holds; with `weights`, their sum."""
         counts = np.zeros(self.size)
-        for term in distinct_terms:
+        for i, term in enumerate(distinct_terms):
             term_id = self._term_ids.get(term)
             if term_id is not None:
-                counts[self._positions[self._starts[term_id] : self._starts[term_id + 1]]] += 1
+                weight = 1.0 if weights is None else weights[i]
+                counts[self._positions[self._starts[term_id] : self._starts[term_id + 1]]] += weight
         return counts
 
     def search_terms(self, terms: Sequence[str], limit: int) -> list[Hit]:
