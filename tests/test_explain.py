@@ -24,7 +24,7 @@ from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.explain import CANDIDATES, explain
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.rerank import RankedIndex
+from toolsearch.search.rerank import RankedIndex, load_weights
 from toolsearch.server.demo import demo_tools
 from toolsearch.settings import Settings
 
@@ -56,10 +56,20 @@ def names_of(catalog, hits):
     return [catalog.tools[hit.position].name for hit in hits]
 
 
-@pytest.mark.parametrize("mode", ["learned+model", "learned", "fusion+model", "fusion"])
+def guarded(index: RankedIndex, embedder) -> RankedIndex:
+    """The same index with the words guard on (off by default): weakly matched queries fused."""
+    return RankedIndex(
+        index.lexical, index.fields, load_weights(), index.semantic, embedder, words_threshold=0.15
+    )
+
+
+@pytest.mark.parametrize("mode", ["guarded+model", "learned+model", "learned", "fusion+model", "fusion"])
 def test_explain_gives_the_rank_search_gives(demo, embedder, mode):
     ranker = "fusion" if mode.startswith("fusion") else "learned"
     index = make_indexer(embedder if "model" in mode else None, ranker=ranker)(demo)
+    if mode.startswith("guarded"):
+        assert isinstance(index, RankedIndex)
+        index = guarded(index, embedder)
     rng = random.Random(mode)
     methods = set()
     for query in queries(demo, 40):
@@ -73,8 +83,10 @@ def test_explain_gives_the_rank_search_gives(demo, embedder, mode):
             if expected is not None:  # the tools above it are search's, in search's order
                 assert [row["name"] for row in answer["above"]] == found[: expected - 1]
             methods.add(answer["method"])
-    if mode == "learned+model":  # both paths of the learned ranker were exercised
+    if mode == "guarded+model":  # both paths of the learned ranker were exercised
         assert methods == {"learned", "fused"}
+    if mode == "learned+model":  # the guard is off by default: the ranker orders every query
+        assert methods == {"learned"}
 
 
 def test_explain_says_what_matched_and_why_not(demo, embedder):
@@ -90,6 +102,8 @@ def test_explain_says_what_matched_and_why_not(demo, embedder):
     assert sum(f["adds"] for f in ranker["features"].values()) == pytest.approx(ranker["score"], abs=1e-3)
     assert answer["score"] == pytest.approx(ranker["score"], abs=1e-3)
     assert answer["fallback"]["applied"] is False
+    assert explain(demo, index, "zanzibar pelican", "gcal_create_event")["fallback"]["applied"] is False
+    index = guarded(index, embedder)
     stranger = explain(demo, index, "zanzibar pelican", "gcal_create_event")
     assert stranger["fallback"]["applied"] is True and stranger["method"] == "fused"
     assert any("no word of the query appears" in hint for hint in stranger["hints"])
