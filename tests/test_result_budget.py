@@ -100,3 +100,11 @@ def test_a_fitted_result_changed_in_place_is_measured_again():
     assert fitted.bound() is None
     assert was_cut(ResultBudget(10_000, size).fit(fitted))
     assert size.measured > 1
+
+
+def test_a_cut_result_stays_known_as_cut_when_a_later_budget_passes_it():
+    size = Counted()
+    share = ResultBudget(5_000, size)
+    cut = share.fit(upstream_result("z" * 20_000))
+    again = ResultBudget(5_000_000, size).fit(cut)
+    assert was_cut(again) and again == cut and again.bound() is not None

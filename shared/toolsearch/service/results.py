@@ -214,12 +214,14 @@ class ResultBudget:
             return result
         total = self.size(result)
         if total <= self.max_bytes:
-            return result if isinstance(result, StructuredResult) else Fitted(result, total, self.size, False)
+            if isinstance(result, StructuredResult):
+                return result
+            return Fitted(result, total, self.size, was_cut(result))
         return Fitted(_cut_result(result, total, self.max_bytes, self.size), None, self.size, True)
 
 
 def was_cut(result: dict[str, Any]) -> bool:
-    """Whether a budget cut `result` (`ResultBudget.fit`)."""
+    """Whether a budget cut `result` (`ResultBudget.fit`), this one or one before it."""
     return isinstance(result, Fitted) and result.cut
 
 
