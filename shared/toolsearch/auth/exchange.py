@@ -27,6 +27,7 @@ import httpx
 
 from toolsearch.ops.bounded import BoundedMap
 from toolsearch.ops.tasks import retrieve
+from toolsearch.ops.timing import Span
 
 from ..errors import ToolsearchError
 from .client_credentials import SecretUnavailable
@@ -137,7 +138,7 @@ class TokenExchanger:
             form["audience"] = config.audience
         if config.scope:
             form["scope"] = config.scope
-        started = time.perf_counter()
+        span = Span()
         try:
             answer = await request_json(
                 self._http, "POST", config.token_url, timeout=config.timeout, form=form, headers=headers
@@ -148,7 +149,7 @@ class TokenExchanger:
                 f"the authorization server did not answer the exchange ({exc})"
             ) from None
         body = answer.body or {}
-        elapsed = round((time.perf_counter() - started) * 1000, 1)
+        elapsed = span.logged_ms
         if answer.status != 200:
             error = body.get("error")
             error = error if isinstance(error, str) and error.isascii() and len(error) <= 64 else ""

@@ -44,6 +44,7 @@ from toolsearch.catalogs.catalog import Catalog
 from toolsearch.ops import deadline
 from toolsearch.ops.bounded import BoundedMap
 from toolsearch.ops.tasks import retrieve
+from toolsearch.ops.timing import Span
 from toolsearch.search import SearchIndex
 from toolsearch.settings import CatalogConfig
 from toolsearch.upstream import Listing, UpstreamError, answer_by
@@ -322,7 +323,7 @@ class CatalogStore:
         self._loading.pop(key, None)
 
     async def _load(self, caller: Caller, background: bool) -> IndexedCatalog:
-        started = time.perf_counter()
+        span = Span()
         forced = caller.key in self._forced
         try:
             if forced or self._shared is None:
@@ -345,7 +346,7 @@ class CatalogStore:
         self._remember(caller.key, caller.party, entry)
         logger.info(
             "catalog loaded",
-            extra={"tools": len(entry.catalog), "ms": round((time.perf_counter() - started) * 1000, 1)},
+            extra={"tools": len(entry.catalog), "ms": span.logged_ms},
         )
         return entry
 

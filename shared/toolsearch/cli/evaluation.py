@@ -16,13 +16,13 @@ catalog) wrote for that message: what the proxy sees in use. See
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from typing import Any
 
 from toolsearch.catalogs.catalog import Catalog
+from toolsearch.ops.timing import Span
 from toolsearch.search import Hit, SearchIndex
 from toolsearch.search.embedding import EmbeddingIndex, VectorCache, embedding_text
 from toolsearch.search.hybrid import Fusion
@@ -107,7 +107,7 @@ def measure(
     asked = [q for q in questions if q.asked(phrasing, language)]
     found_at = {k: 0 for k in KS}
     reciprocal = 0.0
-    started = time.perf_counter()
+    span = Span()
     for question in asked:
         hits = index.search([question.asked(phrasing, language)], max(KS))[0]
         names = [catalog.tools[hit.position].name for hit in hits]
@@ -116,7 +116,7 @@ def measure(
         for k in KS:
             found_at[k] += first is not None and first <= k
         reciprocal += 1.0 / first if first else 0.0
-    elapsed = (time.perf_counter() - started) * 1000
+    elapsed = span.ms
     n = len(asked) or 1
     return Figures(
         name,

@@ -36,6 +36,7 @@ from toolsearch.catalogs.catalog import Catalog, Tool, short_description
 from toolsearch.catalogs.lint import lint
 from toolsearch.catalogs.store import CatalogStore, SharedTier
 from toolsearch.ops.telemetry import Telemetry
+from toolsearch.ops.timing import Span
 from toolsearch.search.explain import ABOVE, explain
 from toolsearch.server.http_edge import HttpEdge, HttpRefusal
 from toolsearch.service.finding import cut_query
@@ -242,7 +243,7 @@ class CatalogRoutes:
         return await self._answer(request, "catalog_refresh", run)
 
     async def _answer(self, request: Request, metric: str, run: Callable[[Caller], Any]) -> JSONResponse:
-        started = time.perf_counter()
+        span = Span()
         outcome = "ok"
         try:
             self.edge.check_origin(request)
@@ -260,6 +261,6 @@ class CatalogRoutes:
                 headers={**_NO_STORE, **error.headers},
             )
         finally:
-            elapsed = round((time.perf_counter() - started) * 1000, 1)
             self.telemetry.count(metric, outcome=outcome)
-            logger.info("catalog route answered", extra={"route": metric, "outcome": outcome, "ms": elapsed})
+            fields = {"route": metric, "outcome": outcome, "ms": span.logged_ms}
+            logger.info("catalog route answered", extra=fields)

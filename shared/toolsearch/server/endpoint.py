@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,12 +33,13 @@ from toolsearch.mcp.jsonrpc import Envelope, holds_lone_surrogate, parse
 from toolsearch.mcp.jsonrpc import envelope as to_envelope
 from toolsearch.mcp.negotiation import check_param_headers, negotiate
 from toolsearch.ops.telemetry import Telemetry
+from toolsearch.ops.timing import Span
 from toolsearch.server.http_edge import HttpEdge
 from toolsearch.server.response_size import JsonAnswer, ResponseSize
 from toolsearch.server.streaming import ProgressStream, accepts_event_stream
 from toolsearch.service import tooldefs as T
 from toolsearch.service.progress import ProgressSink, caller_token
-from toolsearch.service.results import limit_result
+from toolsearch.service.results import ResultBudget
 from toolsearch.service.tool_service import ToolService
 from toolsearch.settings import EndpointConfig
 
@@ -95,7 +95,7 @@ class McpEndpoint:
         return JSONResponse(P.error_response(None, error), status_code=405, headers={"Allow": "POST"})
 
     async def post(self, request: Request) -> Response:
-        started = time.perf_counter()
+        span = Span()
         method = "-"
         message: Any = None
         streamed = False
@@ -113,14 +113,14 @@ class McpEndpoint:
             return await stream.answer(
                 self._answer(request, envelope, era, stream),
                 cancel_on_close=era.modern,
-                on_end=lambda: self._time(started, method),
+                on_end=lambda: self._time(span, method),
             )
         except Exception as exc:
             request_id = message.get("id") if isinstance(message, dict) else None
             return await self._failure(request, request_id, method, exc)
         finally:
             if not streamed:
-                self._time(started, method)
+                self._time(span, method)
 
     async def _answer(
         self, request: Request, envelope: Envelope, era: Era, stream: ProgressStream | None = None
@@ -167,9 +167,8 @@ class McpEndpoint:
         error = P.RpcError(P.INTERNAL_ERROR, "Internal error in the proxy", http_status=500)
         return JSONResponse(P.error_response(request_id, error), 500)
 
-    def _time(self, started: float, method: str) -> None:
-        elapsed = (time.perf_counter() - started) * 1000
-        self._telemetry.timing("request", elapsed, method=_metric_method(method))
+    def _time(self, span: Span, method: str) -> None:
+        self._telemetry.timing("request", span.ms, method=_metric_method(method))
 
     def _progress_stream(self, request: Request, envelope: Envelope) -> ProgressStream | None:
         """A stream for the progress of this request, when it asks for progress and can take SSE."""
@@ -188,7 +187,8 @@ class McpEndpoint:
         On Lambda that is the runtime's serialisation of the whole response (server/response_size.py): a tool
         result that would not fit is cut with a note; any other answer becomes an error, not a 502.
         A response that ends a progress stream fits in what its events left, measured the same way
-        (the call is over: no more progress comes after its response).
+        (the call is over: no more progress comes after its response). This is a budget of its own,
+        decided here: the room beside the envelope (and the stream's events), held by the same `fit`.
         """
         message = P.response(env.id, result)
         limit = self._size.limit
@@ -201,7 +201,7 @@ class McpEndpoint:
             return message
         room = limit - (total - self._size.of(result))  # what the result may take beside its envelope
         if env.method == "tools/call" and isinstance(result.get("content"), list) and room > 4_000:
-            return P.response(env.id, limit_result(result, room, self._size.of))
+            return P.response(env.id, ResultBudget(room, self._size.of).fit(result))
         raise P.RpcError(
             P.INTERNAL_ERROR, f"The answer would take {total:,} bytes, more than the {limit:,} one can hold."
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from toolsearch.mcp.protocol import text_content
@@ -145,6 +146,85 @@ def json_size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
+class Fitted(dict[str, Any]):
+    """A tool result a `ResultBudget` held to its bytes, as it is (a copy of its top level) or cut.
+
+    `measured` is the bytes it took as `size` counts them, or None when that is not known (a cut
+    result: its kept blocks are measured, its note and `_meta` are not); `cut` says whether it was
+    cut. A later budget of the same count trusts `bound()` instead of serialising it again.
+    """
+
+    __slots__ = ("_shape", "cut", "measured", "size")
+
+    def __init__(
+        self, result: dict[str, Any], measured: int | None, size: Callable[[Any], int], cut: bool
+    ) -> None:
+        super().__init__(result)
+        self.measured, self.size, self.cut = measured, size, cut
+        self._shape = self._now()
+
+    def _now(self) -> tuple[tuple[str, int], ...]:
+        return tuple((key, id(value)) for key, value in self.items())
+
+    def bound(self) -> int | None:
+        """Its measured bytes while it holds what was measured (its keys and their values, as they
+        were: a reply shaped for its era adds fields in place); None once changed."""
+        return self.measured if self._now() == self._shape else None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultBudget:
+    """How many bytes a tool result may take in the answer, as `size` counts them (server/response_size.py).
+
+    Decided once for an answer: the proxy's `max_result_bytes` for one of the five tools' answers,
+    a `share` of it for each call of a batch, what the response has room for on Lambda. `fit` is the
+    one function that holds a result to a budget; a result some budget of the same count already
+    measured, or a structured result whose bound says it fits, is passed on without being measured.
+    """
+
+    max_bytes: int
+    size: Callable[[Any], int] = json_size
+
+    def share(self, parts: int, beside: int) -> ResultBudget:
+        """The budget of each of `parts` results of one answer, each beside a line of `beside` bytes."""
+        count = max(1, parts)
+        return ResultBudget(max(1, (self.max_bytes - beside * count) // count), self.size)
+
+    def bound(self, result: dict[str, Any]) -> int | None:
+        """At most how many bytes `result` takes, when that is known without serialising it."""
+        if isinstance(result, Fitted):
+            return result.bound() if result.size == self.size else None
+        if isinstance(result, StructuredResult):
+            most = result.most_chars()
+            return None if most is None else most * _MOST_BYTES_PER_CHAR
+        return None
+
+    def fits(self, result: dict[str, Any]) -> bool:
+        """Whether `result` is known to fit without being measured."""
+        bound = self.bound(result)
+        return bound is not None and bound <= self.max_bytes
+
+    def fit(self, result: dict[str, Any]) -> dict[str, Any]:
+        """`result` within the budget: as it is when it fits, else cut with a note (`limit_result`).
+
+        What it returns is marked (`Fitted`), so the next budget need not measure it again; a
+        structured result stays itself (its own bound is cheaper to read than a copy).
+        """
+        if self.fits(result):
+            return result
+        total = self.size(result)
+        if total <= self.max_bytes:
+            if isinstance(result, StructuredResult):
+                return result
+            return Fitted(result, total, self.size, was_cut(result))
+        return Fitted(_cut_result(result, total, self.max_bytes, self.size), None, self.size, True)
+
+
+def was_cut(result: dict[str, Any]) -> bool:
+    """Whether a budget cut `result` (`ResultBudget.fit`), this one or one before it."""
+    return isinstance(result, Fitted) and result.cut
+
+
 def limit_result(
     result: dict[str, Any], max_bytes: int, size: Callable[[Any], int] = json_size
 ) -> dict[str, Any]:
@@ -155,15 +235,20 @@ def limit_result(
     `size` counts bytes as the answer carries them: the JSON body locally, the runtime's
     serialisation on Lambda (server/response_size.py), whose response holds at most 6 MB; it counts at
     most 12 bytes per character of the compact JSON, so a structured result far under the limit is
-    passed on without being serialised to be measured.
+    passed on without being serialised to be measured. (`ResultBudget.fit` is the same cut, marked.)
     """
-    if isinstance(result, StructuredResult):  # most answers of the five: far under the limit
-        most = result.most_chars()
-        if most is not None and most * _MOST_BYTES_PER_CHAR <= max_bytes:
-            return result
+    if ResultBudget(max_bytes, size).fits(result):  # most answers of the five: far under the limit
+        return result
     total = size(result)
     if total <= max_bytes:
         return result
+    return _cut_result(result, total, max_bytes, size)
+
+
+def _cut_result(
+    result: dict[str, Any], total: int, max_bytes: int, size: Callable[[Any], int]
+) -> dict[str, Any]:
+    """`result`, of `total` bytes, cut to `max_bytes` with a note saying so."""
     budget = max(1_000, max_bytes - 2_000)
     kept: list[dict[str, Any]] = []
     used = 0

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -24,10 +23,11 @@ from toolsearch.catalogs.catalog import Catalog, Tool
 from toolsearch.catalogs.store import CatalogStore, IndexedCatalog
 from toolsearch.errors import ToolsearchError
 from toolsearch.ops.telemetry import Telemetry
+from toolsearch.ops.timing import Span
 from toolsearch.service import tooldefs as T
 from toolsearch.service.finding import describe_tools, search_tools
 from toolsearch.service.progress import ProgressSink
-from toolsearch.service.results import error_result, upstream_failure
+from toolsearch.service.results import error_result, upstream_failure, was_cut
 from toolsearch.service.upstream_calls import UpstreamCalls
 from toolsearch.settings import ToolsConfig
 from toolsearch.upstream import UpstreamError
@@ -162,7 +162,7 @@ class ToolService:
         pinned = name not in self._schemas and await self.is_pinned_for(caller, name)
         if name not in self._schemas and not pinned:
             raise UnknownTool(f"Unknown tool: {name}. This server has: " + ", ".join(self._schemas))
-        started = time.perf_counter()
+        span = Span()
         metric = name if name in self._schemas else "pinned"
         outcome = "error"
         try:
@@ -174,7 +174,7 @@ class ToolService:
             raise
         finally:
             self._telemetry.count("tool_call", tool=metric, outcome=outcome)
-            self._telemetry.timing("tool_call", (time.perf_counter() - started) * 1000, tool=metric)
+            self._telemetry.timing("tool_call", span.ms, tool=metric)
 
     async def _run(
         self,
@@ -213,8 +213,8 @@ class ToolService:
     ) -> dict[str, Any]:
         """One of the five run, its answer within max_result_bytes (a description of huge tools too)."""
         result = await self._proxy_tool(caller, name, arguments, progress)
-        limited = self._calls.limit(result)
-        if limited is not result and name in TOO_LARGE_ADVICE:
+        limited = self._calls.budget.fit(result)  # a call's result, fitted already, is not measured again
+        if was_cut(limited) and name in TOO_LARGE_ADVICE:
             # Cut, it would lose its structured part: an error its output schema admits, and what to ask.
             message = f"The answer of {name} is larger than the proxy passes on. {TOO_LARGE_ADVICE[name]}"
             return error_result("too_large", message)

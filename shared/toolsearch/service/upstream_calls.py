@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -26,9 +25,15 @@ from toolsearch.catalogs.catalog import Tool
 from toolsearch.catalogs.store import CatalogStore, IndexedCatalog
 from toolsearch.mcp import protocol as P
 from toolsearch.ops import deadline as request_deadline
+from toolsearch.ops.timing import Span
 from toolsearch.service.fairness import CallerLimited, FairUse
 from toolsearch.service.progress import Progress, ProgressSink
-from toolsearch.service.results import error_result, limit_result, structured_result, upstream_failure
+from toolsearch.service.results import (
+    ResultBudget,
+    error_result,
+    structured_result,
+    upstream_failure,
+)
 from toolsearch.settings import FairUseConfig, ToolsConfig, UpstreamConfig
 from toolsearch.upstream import UpstreamError, timed_out
 from toolsearch.validation.arguments import (
@@ -77,11 +82,9 @@ class UpstreamCalls:
         self._validation_timeout = tools.validation_timeout
         self._limits = limits
         self._fair = FairUse(FairUseConfig()) if fair is None else fair  # what one caller may send upstream
-        self._size = size  # bytes a value takes in the answer (on Lambda: as the runtime serialises it)
-
-    def limit(self, result: dict[str, Any], max_bytes: int | None = None) -> dict[str, Any]:
-        """`result`, cut with a note when it takes more than `max_bytes` (max_result_bytes) in the answer."""
-        return limit_result(result, max_bytes or self._limits.max_result_bytes, self._size)
+        # One answer's bytes (max_result_bytes), counted as the answer carries them (on Lambda: as the
+        # runtime serialises it); a batch gives each call a share of it.
+        self.budget = ResultBudget(limits.max_result_bytes, size)
 
     async def call(
         self,
@@ -90,16 +93,16 @@ class UpstreamCalls:
         arguments: Any,
         *,
         read_only: bool,
-        max_bytes: int | None = None,
+        budget: ResultBudget | None = None,
         progress: ProgressSink | None = None,
     ) -> dict[str, Any]:
-        """One upstream tool called for `caller`; its result cut to `max_bytes`, with a note."""
-        started = time.perf_counter()
-        result, outcome = await self._call(caller, name, arguments, read_only, max_bytes, progress)
+        """One upstream tool called for `caller`; its result held to `budget` (the whole answer's)."""
+        span = Span()
+        budget = budget or self.budget
+        result, outcome = await self._call(caller, name, arguments, read_only, budget, progress)
         # A name the catalog lacks is whatever the model wrote: it stays out of the log.
         logged_name = "(unknown)" if outcome == "unknown_tool" else name
-        elapsed = round((time.perf_counter() - started) * 1000, 1)
-        logger.info("tool call", extra={"tool": logged_name, "outcome": outcome, "ms": elapsed})
+        logger.info("tool call", extra={"tool": logged_name, "outcome": outcome, "ms": span.logged_ms})
         return result
 
     async def fit_declared(self, caller: Caller, name: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -141,15 +144,14 @@ class UpstreamCalls:
         await self._catalogs.get(caller)  # one listing for the whole batch, before the calls fan out
         deadline = self._validation_timeout + self._limits.timeout + 1.0
         # The whole batch is one answer: each call gets its share, less room for the line that heads it.
-        count = max(1, len(calls))
-        share = max(1, (self._limits.max_result_bytes - BATCH_LINE_BYTES * count) // count)
+        share = self.budget.share(len(calls), BATCH_LINE_BYTES)
         finished = 0
 
         async def one(call: Mapping[str, Any]) -> dict[str, Any]:
             nonlocal finished
             try:
                 result = await asyncio.wait_for(
-                    self.call(caller, call["name"], call.get("arguments"), read_only=True, max_bytes=share),
+                    self.call(caller, call["name"], call.get("arguments"), read_only=True, budget=share),
                     deadline,
                 )
             except TimeoutError:
@@ -178,7 +180,7 @@ class UpstreamCalls:
         name: str,
         arguments: Any,
         read_only: bool,
-        max_bytes: int | None,
+        budget: ResultBudget,
         progress: ProgressSink | None,
     ) -> tuple[dict[str, Any], str]:
         entry = await self._catalogs.get(caller)
@@ -223,7 +225,7 @@ class UpstreamCalls:
             if exc.kind in REFUSING_KINDS:
                 raise
             return self._failed(caller, tool, exc)
-        return self._passed_on(caller, tool, result, max_bytes)
+        return self._passed_on(caller, tool, result, budget)
 
     def _limited(self, tool: Tool, limited: CallerLimited) -> dict[str, Any]:
         config = self._fair.config
@@ -266,7 +268,7 @@ class UpstreamCalls:
         return upstream_failure(exc, tool=name), exc.kind
 
     def _passed_on(
-        self, caller: Caller, tool: Tool, result: Any, max_bytes: int | None
+        self, caller: Caller, tool: Tool, result: Any, budget: ResultBudget
     ) -> tuple[dict[str, Any], str]:
         name = tool.name
         if isinstance(result, dict) and result.get("resultType") == "input_required":
@@ -285,8 +287,8 @@ class UpstreamCalls:
         if result.get("isError") and says_unknown_tool(_first_text(result), name):
             # Some servers (FastMCP among them) report an unknown tool as a tool error, not -32602.
             self._catalogs.invalidate(caller.key)
-            return self.limit(result, max_bytes), "upstream_unknown_tool"
-        result = self.limit(result, max_bytes)
+            return budget.fit(result), "upstream_unknown_tool"
+        result = budget.fit(result)
         return result, "error" if result.get("isError") else "ok"
 
 

@@ -29,7 +29,6 @@ import http.cookiejar
 import itertools
 import logging
 import random
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -47,6 +46,7 @@ from toolsearch.mcp.protocol import (
 )
 from toolsearch.ops import deadline as request_deadline
 from toolsearch.ops.tasks import retrieve
+from toolsearch.ops.timing import Span
 from toolsearch.service.progress import ProgressRelay, ProgressSink
 
 from ..settings import UpstreamConfig
@@ -144,7 +144,7 @@ class Upstream:
     # -- public
 
     async def list_tools(self, authorization: str | None) -> Listing:
-        started = time.monotonic()
+        span = Span()
         limit = self._config.timeout
         # One deadline for the whole listing: every page, retry and backoff wait fits inside it.
         deadline = asyncio.get_running_loop().time() + limit
@@ -165,7 +165,7 @@ class Upstream:
                 "tools": len(listing.tools),
                 "dropped": len(listing.dropped),
                 "era": self.era,
-                "ms": round((time.monotonic() - started) * 1000, 1),
+                "ms": span.logged_ms,
             },
         )
         return listing
@@ -181,7 +181,7 @@ class Upstream:
         """The upstream's result of one call, sent once. With a `progress` sink, the call carries a
         progress token of our own, and the upstream's progress for it reaches the sink, checked."""
         name = str(tool.get("name") or "")
-        started = time.monotonic()
+        span = Span()
         outcome, status = "ok", None
         relay = ProgressRelay(progress) if progress is not None else None
         try:
@@ -212,7 +212,7 @@ class Upstream:
                 "tool": name,
                 "outcome": outcome,
                 "status": status,
-                "ms": round((time.monotonic() - started) * 1000, 1),
+                "ms": span.logged_ms,
             }
             if relay:
                 fields.update(progress_relayed=relay.relayed, progress_dropped=relay.dropped)
