@@ -114,6 +114,14 @@ class LexicalIndex:
     @staticmethod
     def top(scores: np.ndarray, matched: np.ndarray, limit: int) -> list[Hit]:
         """The best `limit` matched documents of these scores, best first, ties by position."""
+        positions, best = LexicalIndex.top_arrays(scores, matched, limit)
+        return [
+            Hit(position, score) for position, score in zip(positions.tolist(), best.tolist(), strict=True)
+        ]
+
+    @staticmethod
+    def top_arrays(scores: np.ndarray, matched: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """`top` as two arrays, positions and their scores, best first: no `Hit` made per document."""
         candidates = np.flatnonzero(matched)
         candidate_scores = scores[candidates]
         if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them
@@ -121,7 +129,7 @@ class LexicalIndex:
             keep = candidate_scores >= threshold
             candidates, candidate_scores = candidates[keep], candidate_scores[keep]
         order = np.argsort(-candidate_scores, kind="stable")[:limit]  # candidates ascend, so ties by position
-        return [Hit(position=int(candidates[i]), score=float(candidate_scores[i])) for i in order]
+        return candidates[order], candidate_scores[order]
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
         return [self.search_terms(tokenize_query(query), limit) for query in queries]
