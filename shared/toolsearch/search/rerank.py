@@ -152,20 +152,24 @@ class FieldIndex:
         self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
         self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
         term_ids: dict[str, int] = {}
-        self.verbs = np.array([term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names])
+        self.verbs = np.array(
+            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
+        )
         self._verb_ids = term_ids
         self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
         parts = _server_and_action([tool.name for tool in tools])
         actions = [tokenize(name_words(action)) for _, action in parts]
         self.action_verb_ids = np.array(
-            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions]
+            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
         )
         self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
         self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
         self.action_phrases = [" " + " ".join(a) + " " for a in actions]
         action_ids: dict[tuple[str, ...], int] = {}
-        self.action_ids = np.array([action_ids.setdefault(tuple(a), len(action_ids)) for a in actions])
+        self.action_ids = np.array(
+            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
+        )
         first_words = [tokenize(tool.description)[:3] for tool in tools]
         self.verb_classes = np.array(
             [
@@ -190,7 +194,7 @@ class FieldIndex:
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
         asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = np.isin(self.action_verb_ids[candidates], asked).astype(np.float64)
+        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
         query_class = _verb_class(distinct)
         tool_class = self.verb_classes[candidates]
         agrees = np.where(tool_class == query_class, 1.0, -1.0)
@@ -205,8 +209,8 @@ class FieldIndex:
         text = " " + " ".join(terms) + " "
         for i in np.flatnonzero(whole_action):
             phrase[i] = self.action_phrases[candidates[i]] in text
-        _, inverse, counts = np.unique(self.action_ids[candidates], return_inverse=True, return_counts=True)
-        duplicates = np.log(counts[inverse].astype(np.float64))
+        actions = self.action_ids[candidates]
+        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
         server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
         parameters = self.parameter_names.term_matches(distinct)[candidates] / count
         return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
@@ -214,7 +218,13 @@ class FieldIndex:
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""
         asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return np.isin(self.verbs[candidates], asked).astype(np.float64)
+        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
+
+    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
+        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
+        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
+        asked[list(verb_ids)] = True
+        return asked
 
 
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -380,7 +390,10 @@ class RankedIndex:
             semantic_top = self.semantic.rank_arrays(cosines, depth)
         best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
         self._remember(query, QueryFacts(tuple(terms), best))
-        positions = np.union1d(lexical_top[0], semantic_top[0]).astype(np.int64, copy=False)
+        chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
+        chosen[lexical_top[0]] = True
+        chosen[semantic_top[0]] = True
+        positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
