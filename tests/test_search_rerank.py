@@ -218,9 +218,12 @@ def test_the_candidates_arrays_hold_what_the_hit_lists_say(embedder):
     from toolsearch.search.rerank import features
 
     scores, _ = ranked.lexical.scores(terms)
-    from_hits = features(
-        ranked.fields, scores, terms, found.positions, found.lexical_hits, cosines, found.semantic_hits
-    )
+
+    def arrays(hits):
+        return np.array([h.position for h in hits]), np.array([h.score for h in hits])
+
+    lexical, semantic = arrays(found.lexical_hits), arrays(found.semantic_hits)
+    from_hits = features(ranked.fields, scores, terms, found.positions, lexical, cosines, semantic)
     assert np.array_equal(from_hits, found.matrix)
 
 

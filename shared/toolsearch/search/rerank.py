@@ -244,31 +244,20 @@ def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
     return [Hit(p, s) for p, s in zip(top[0].tolist(), top[1].tolist(), strict=True)]
 
 
-def _top(hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
-    return (
-        np.array([h.position for h in hits], dtype=np.int64),
-        np.array([h.score for h in hits], dtype=np.float64),
-    )
-
-
 def features(
     fields: FieldIndex,
     whole_scores: np.ndarray,
     terms: Sequence[str],
     candidates: np.ndarray,
-    lexical_top: tuple[np.ndarray, np.ndarray] | Sequence[Hit],
+    lexical_top: tuple[np.ndarray, np.ndarray],
     cosines: np.ndarray | None,
-    semantic_top: tuple[np.ndarray, np.ndarray] | Sequence[Hit],
+    semantic_top: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray:
     """(candidates x FEATURES) for one query's terms; `candidates` ascending.
 
-    Each ranking's top as (positions, scores) arrays, best first (or as `Hit`s); every one of
-    their positions is among `candidates`.
+    Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     """
-    lexical_positions = (lexical_top if isinstance(lexical_top, tuple) else _top(lexical_top))[0]
-    semantic_positions, semantic_scores = (
-        semantic_top if isinstance(semantic_top, tuple) else _top(semantic_top)
-    )
+    lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
     distinct = list(dict.fromkeys(terms))
     columns = [_scaled(whole_scores, candidates)]
     for index in (fields.name, fields.description, fields.parameters):
