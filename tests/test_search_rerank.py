@@ -11,6 +11,7 @@ from toolsearch.search.hybrid import HybridIndex, fuse
 from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights, order
+from toolsearch.search.text import tokenize_query
 
 TOOLS = [
     {"name": "calendar_create_event", "description": "Create an event in a calendar."},
@@ -159,3 +160,73 @@ def test_the_idf_weighted_name_share_favours_rare_terms():
     f = extra_features("weread rank")
     assert f["name_idf_share"][0] == pytest.approx(1.0)
     assert 0 < f["name_idf_share"][1] < 1
+
+
+class CountingEmbedder:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.dim = inner.dim
+        self.texts: list[str] = []
+
+    def encode(self, texts):
+        self.texts += list(texts)
+        return self.inner.encode(texts)
+
+
+def test_the_weak_check_reuses_the_search_and_gives_what_it_gave_alone(embedder):
+    from toolsearch.search.weak import strength
+
+    counting = CountingEmbedder(embedder)
+    catalog = Catalog.from_definitions(TOOLS)
+    ranked = make_indexer(counting)(catalog)
+    assert isinstance(ranked, RankedIndex)
+    for query in ("plan a meeting on my calendar", "kur nusipirkti bilietus", "zzqx"):
+        counting.texts.clear()
+        hits = ranked.search([query], 3)[0]
+        found = strength(ranked, query, [hit.position for hit in hits], cosine=True)
+        assert counting.texts == [query]  # embedded by the search only
+        recalled = ranked.recall(query)
+        assert recalled is not None and recalled.terms == tuple(tokenize_query(query))
+        ranked._recent.clear()  # forgotten: the check works it out alone, to the same figures
+        assert strength(ranked, query, [hit.position for hit in hits], cosine=True) == found
+        assert counting.texts == [query, query]
+
+
+def test_the_recalled_queries_stay_bounded(embedder):
+    from toolsearch.search.rerank import RECALLED_QUERIES
+
+    ranked = make_indexer(embedder)(Catalog.from_definitions(TOOLS))
+    for i in range(RECALLED_QUERIES + 10):
+        ranked.search([f"calendar {i}"], 3)
+    assert len(ranked._recent) == RECALLED_QUERIES
+    assert ranked.recall("calendar 0") is None and ranked.recall(f"calendar {RECALLED_QUERIES + 9}")
+
+
+def test_the_candidates_arrays_hold_what_the_hit_lists_say(embedder):
+    ranked = make_indexer(embedder)(Catalog.from_definitions(TOOLS))
+    found = ranked.find("create a calendar event")
+    terms = tokenize_query("create a calendar event")
+    assert found.lexical_hits == ranked.lexical.search_terms(terms, 50)
+    cosines = ranked.semantic.scores(embedder.encode(["create a calendar event"]))[0]
+    assert found.semantic_hits == ranked.semantic.rank(cosines, 50)
+    assert found.positions.tolist() == sorted(
+        {h.position for h in found.lexical_hits} | {h.position for h in found.semantic_hits}
+    )
+    # The features from the arrays are those from the Hit lists.
+    from toolsearch.search.rerank import features
+
+    scores, _ = ranked.lexical.scores(terms)
+
+    def arrays(hits):
+        return np.array([h.position for h in hits]), np.array([h.score for h in hits])
+
+    lexical, semantic = arrays(found.lexical_hits), arrays(found.semantic_hits)
+    from_hits = features(ranked.fields, scores, terms, found.positions, lexical, cosines, semantic)
+    assert np.array_equal(from_hits, found.matrix)
+
+
+def test_an_empty_catalog_ranks_to_nothing(embedder):
+    ranked = make_indexer(embedder)(Catalog.from_definitions([]))
+    assert ranked.search(["anything at all"], 5) == [[]]

@@ -101,13 +101,20 @@ class EmbeddingIndex:
         return query_vectors @ self.matrix.T
 
     def rank(self, scores: np.ndarray, limit: int) -> list[Hit]:
+        positions, best = self.rank_arrays(scores, limit)
+        return [
+            Hit(position, score) for position, score in zip(positions.tolist(), best.tolist(), strict=True)
+        ]
+
+    def rank_arrays(self, scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """`rank` as two arrays, positions and their cosines, best first: no `Hit` made per tool."""
         if self.size == 0 or limit <= 0 or not np.any(scores):
-            return []
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
         limit = min(limit, self.size)
         top = np.argpartition(-scores, limit - 1)[:limit]
         # Best first; equal scores by catalog position, so results never depend on the partition.
-        order = np.lexsort((top, -scores[top]))
-        return [Hit(int(top[i]), float(scores[top[i]])) for i in order]
+        top = top[np.lexsort((top, -scores[top]))]
+        return top, scores[top]
 
 
 def build_embedding_index(

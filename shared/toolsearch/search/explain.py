@@ -65,7 +65,7 @@ def ranking(index: SearchIndex, query: str) -> dict[str, Any]:
     if isinstance(index, RankedIndex):
         found = index.find(query, CANDIDATES)
         held = float(found.matrix[:, _HELD].max(initial=0.0))
-        fallback = bool(found.semantic_hits) and held < index.words_threshold
+        fallback = bool(len(found.semantic_top[0])) and held < index.words_threshold
         size = len(found.positions)
         hits = (
             fuse(found.lexical_hits, found.semantic_hits, size, index.fusion)
@@ -213,7 +213,7 @@ def _ranker_with(
         with_it = np.array(sorted({*found.positions.tolist(), position}), dtype=np.int64)
         scores, _ = index.lexical.scores(terms)
         matrix = features(
-            index.fields, scores, terms, with_it, found.lexical_hits, cosines, found.semantic_hits
+            index.fields, scores, terms, with_it, found.lexical_top, cosines, found.semantic_top
         )
         row = matrix[int(np.flatnonzero(with_it == position)[0])]
     ranker = index.ranker

@@ -64,29 +64,47 @@ class LexicalIndex:
         self._positions = positions
         self._starts = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=len(term_ids)))))
 
-    def scores(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 score of every document for these query terms, and which documents hold any of them."""
-        scores = np.zeros(self.size)
-        matched = np.zeros(self.size, dtype=bool)
-        for term in terms:  # in order, repeats included, as rank-bm25 sums them
-            term_id = self._term_ids.get(term)
+    def _postings(
+        self, terms: Sequence[str], weights: Sequence[float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The postings of `terms`, term after term in their order: positions, and each one's BM25
+        contribution (or, with `weights`, its term's weight). None when no term is indexed."""
+        get, starts, positions = self._term_ids.get, self._starts, self._positions
+        held: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        for i, term in enumerate(terms):
+            term_id = get(term)
             if term_id is None:
                 continue
-            span = slice(self._starts[term_id], self._starts[term_id + 1])
-            positions = self._positions[span]
-            scores[positions] += self._contributions[span]
-            matched[positions] = True
-        return scores, matched
+            span = slice(starts[term_id], starts[term_id + 1])
+            held.append(positions[span])
+            values.append(
+                self._contributions[span] if weights is None else np.full(len(held[-1]), weights[i])
+            )
+        if not held:
+            return None
+        return np.concatenate(held), np.concatenate(values)
+
+    def _sums(self, terms: Sequence[str], weights: Sequence[float] | None = None) -> np.ndarray:
+        # bincount adds each document's values in the order given, term after term, from 0.0: the
+        # same sums, in the same order, as adding one term's postings at a time.
+        found = self._postings(terms, weights)
+        if found is None:
+            return np.zeros(self.size)
+        return np.bincount(found[0], weights=found[1], minlength=self.size)
+
+    def scores(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 score of every document for these query terms, and which documents hold any of them."""
+        matched = np.zeros(self.size, dtype=bool)
+        found = self._postings(terms)  # in order, repeats included, as rank-bm25 sums them
+        if found is None:
+            return np.zeros(self.size), matched
+        matched[found[0]] = True
+        return np.bincount(found[0], weights=found[1], minlength=self.size), matched
 
     def term_scores(self, terms: Sequence[str]) -> np.ndarray:
         """`scores(terms)` without which documents matched: the same sums, in the same order."""
-        scores = np.zeros(self.size)
-        for term in terms:
-            term_id = self._term_ids.get(term)
-            if term_id is not None:
-                span = slice(self._starts[term_id], self._starts[term_id + 1])
-                scores[self._positions[span]] += self._contributions[span]
-        return scores
+        return self._sums(terms)
 
     def document_frequencies(self) -> dict[str, int]:
         """How many documents hold each term."""
@@ -97,13 +115,7 @@ class LexicalIndex:
         self, distinct_terms: Sequence[str], weights: Sequence[float] | None = None
     ) -> np.ndarray:
         """How many of these (distinct) terms each document holds; with `weights`, their sum."""
-        counts = np.zeros(self.size)
-        for i, term in enumerate(distinct_terms):
-            term_id = self._term_ids.get(term)
-            if term_id is not None:
-                weight = 1.0 if weights is None else weights[i]
-                counts[self._positions[self._starts[term_id] : self._starts[term_id + 1]]] += weight
-        return counts
+        return self._sums(distinct_terms, [1.0] * len(distinct_terms) if weights is None else weights)
 
     def search_terms(self, terms: Sequence[str], limit: int) -> list[Hit]:
         """The best `limit` documents holding any of `terms`, best first, ties by position."""
@@ -114,6 +126,14 @@ class LexicalIndex:
     @staticmethod
     def top(scores: np.ndarray, matched: np.ndarray, limit: int) -> list[Hit]:
         """The best `limit` matched documents of these scores, best first, ties by position."""
+        positions, best = LexicalIndex.top_arrays(scores, matched, limit)
+        return [
+            Hit(position, score) for position, score in zip(positions.tolist(), best.tolist(), strict=True)
+        ]
+
+    @staticmethod
+    def top_arrays(scores: np.ndarray, matched: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """`top` as two arrays, positions and their scores, best first: no `Hit` made per document."""
         candidates = np.flatnonzero(matched)
         candidate_scores = scores[candidates]
         if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them
@@ -121,7 +141,7 @@ class LexicalIndex:
             keep = candidate_scores >= threshold
             candidates, candidate_scores = candidates[keep], candidate_scores[keep]
         order = np.argsort(-candidate_scores, kind="stable")[:limit]  # candidates ascend, so ties by position
-        return [Hit(position=int(candidates[i]), score=float(candidate_scores[i])) for i in order]
+        return candidates[order], candidate_scores[order]
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
         return [self.search_terms(tokenize_query(query), limit) for query in queries]

@@ -152,20 +152,24 @@ class FieldIndex:
         self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
         self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
         term_ids: dict[str, int] = {}
-        self.verbs = np.array([term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names])
+        self.verbs = np.array(
+            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
+        )
         self._verb_ids = term_ids
         self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
         parts = _server_and_action([tool.name for tool in tools])
         actions = [tokenize(name_words(action)) for _, action in parts]
         self.action_verb_ids = np.array(
-            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions]
+            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
         )
         self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
         self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
         self.action_phrases = [" " + " ".join(a) + " " for a in actions]
         action_ids: dict[tuple[str, ...], int] = {}
-        self.action_ids = np.array([action_ids.setdefault(tuple(a), len(action_ids)) for a in actions])
+        self.action_ids = np.array(
+            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
+        )
         first_words = [tokenize(tool.description)[:3] for tool in tools]
         self.verb_classes = np.array(
             [
@@ -190,7 +194,7 @@ class FieldIndex:
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
         asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = np.isin(self.action_verb_ids[candidates], asked).astype(np.float64)
+        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
         query_class = _verb_class(distinct)
         tool_class = self.verb_classes[candidates]
         agrees = np.where(tool_class == query_class, 1.0, -1.0)
@@ -205,8 +209,8 @@ class FieldIndex:
         text = " " + " ".join(terms) + " "
         for i in np.flatnonzero(whole_action):
             phrase[i] = self.action_phrases[candidates[i]] in text
-        _, inverse, counts = np.unique(self.action_ids[candidates], return_inverse=True, return_counts=True)
-        duplicates = np.log(counts[inverse].astype(np.float64))
+        actions = self.action_ids[candidates]
+        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
         server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
         parameters = self.parameter_names.term_matches(distinct)[candidates] / count
         return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
@@ -214,7 +218,13 @@ class FieldIndex:
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""
         asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return np.isin(self.verbs[candidates], asked).astype(np.float64)
+        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
+
+    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
+        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
+        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
+        asked[list(verb_ids)] = True
+        return asked
 
 
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -222,11 +232,16 @@ def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
 
 
-def _rank_feature(hits: Sequence[Hit], candidates: np.ndarray, size: int) -> np.ndarray:
-    inverse = np.zeros(size)
-    for rank, hit in enumerate(hits):
-        inverse[hit.position] = 1.0 / (2.0 + rank)
-    return inverse[candidates]
+def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """1 / (2 + rank) of each candidate in one ranking's positions (best first), 0 when not in it."""
+    inverse = np.zeros(len(candidates))
+    where = np.searchsorted(candidates, ranked)  # candidates ascend and hold every ranked position
+    inverse[where] = 1.0 / (2.0 + np.arange(len(ranked)))
+    return inverse
+
+
+def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
+    return [Hit(p, s) for p, s in zip(top[0].tolist(), top[1].tolist(), strict=True)]
 
 
 def features(
@@ -234,11 +249,15 @@ def features(
     whole_scores: np.ndarray,
     terms: Sequence[str],
     candidates: np.ndarray,
-    lexical_hits: Sequence[Hit],
+    lexical_top: tuple[np.ndarray, np.ndarray],
     cosines: np.ndarray | None,
-    semantic_hits: Sequence[Hit],
+    semantic_top: tuple[np.ndarray, np.ndarray],
 ) -> np.ndarray:
-    """(candidates x FEATURES) for one query's terms."""
+    """(candidates x FEATURES) for one query's terms; `candidates` ascending.
+
+    Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
+    """
+    lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
     distinct = list(dict.fromkeys(terms))
     columns = [_scaled(whole_scores, candidates)]
     for index in (fields.name, fields.description, fields.parameters):
@@ -248,14 +267,14 @@ def features(
     count = max(len(distinct), 1)
     columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
     columns.append(fields.verb_asked(terms, candidates))
-    columns.append(_rank_feature(lexical_hits, candidates, fields.size))
-    if cosines is not None and len(candidates) and semantic_hits:
+    columns.append(_rank_feature(lexical_positions, candidates))
+    if cosines is not None and len(candidates) and len(semantic_positions):
         chosen = cosines[candidates].astype(np.float64)
-        top, floor = semantic_hits[0].score, semantic_hits[-1].score
+        top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
         columns += [chosen, chosen - chosen.max(), np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)]
     else:
         columns += [np.zeros(len(candidates))] * 3
-    columns.append(_rank_feature(semantic_hits, candidates, fields.size))
+    columns.append(_rank_feature(semantic_positions, candidates))
     columns.append(fields.description_length[candidates])
     confidence = float(columns[4].max(initial=0.0))
     columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
@@ -284,14 +303,37 @@ _HELD = FEATURES.index("query_terms_held")
 
 @dataclass(frozen=True)
 class Candidates:
-    positions: np.ndarray
+    positions: np.ndarray  # ascending
     matrix: np.ndarray  # (candidates x FEATURES)
-    lexical_hits: list[Hit]
-    semantic_hits: list[Hit]
+    lexical_top: tuple[np.ndarray, np.ndarray]  # BM25's best: positions and scores, best first
+    semantic_top: tuple[np.ndarray, np.ndarray]  # the embedding's best, likewise (empty without one)
+
+    @property
+    def lexical_hits(self) -> list[Hit]:
+        return _hits(self.lexical_top)
+
+    @property
+    def semantic_hits(self) -> list[Hit]:
+        return _hits(self.semantic_top)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFacts:
+    """What searching one query found out about it, for the weak-match check to reuse."""
+
+    terms: tuple[str, ...]  # tokenize_query(query)
+    best_cosine: float | None  # its highest cosine with any tool; None without an embedding
+
+
+RECALLED_QUERIES = 64  # the last queries' facts kept per index: a search_tools call asks a few
 
 
 class RankedIndex:
-    """Implements `toolsearch.search.SearchIndex`: candidates from BM25 (and the embedding), ranked."""
+    """Implements `toolsearch.search.SearchIndex`: candidates from BM25 (and the embedding), ranked.
+
+    Each query searched leaves its terms and best cosine behind (`recall`), so the weak-match check
+    that follows (`search.weak`) neither tokenizes nor embeds the query again.
+    """
 
     def __init__(
         self,
@@ -310,6 +352,17 @@ class RankedIndex:
         self.semantic = semantic if embedder is not None else None
         self.embedder = embedder
         self.ranker = rankers.hybrid if self.semantic is not None else rankers.lexical
+        self._recent: dict[str, QueryFacts] = {}
+
+    def recall(self, query: str) -> QueryFacts | None:
+        """The facts of `query` if it was among the last ones searched."""
+        return self._recent.get(query)
+
+    def _remember(self, query: str, facts: QueryFacts) -> None:
+        recent = self._recent
+        if len(recent) >= RECALLED_QUERIES and query not in recent:
+            recent.pop(next(iter(recent), query), None)  # the oldest; another thread may have taken it
+        recent[query] = facts
 
     def candidates(self, query: str, depth: int = CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
         """The positions of one query's candidates and their (candidates x FEATURES) matrix."""
@@ -319,24 +372,26 @@ class RankedIndex:
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
         terms = tokenize_query(query)
         scores, matched = self.lexical.scores(terms)
-        lexical_hits = LexicalIndex.top(scores, matched, depth)
-        cosines, semantic_hits = None, list[Hit]()
+        lexical_top = LexicalIndex.top_arrays(scores, matched, depth)
+        cosines, semantic_top = None, (np.zeros(0, np.int64), np.zeros(0, np.float32))
         if self.semantic is not None and self.embedder is not None:
             cosines = self.semantic.scores(self.embedder.encode([query]))[0]
-            semantic_hits = self.semantic.rank(cosines, depth)
-        positions = np.array(
-            sorted({hit.position for hit in lexical_hits} | {hit.position for hit in semantic_hits}),
-            dtype=np.int64,
-        )
-        matrix = features(self.fields, scores, terms, positions, lexical_hits, cosines, semantic_hits)
-        return Candidates(positions, matrix, lexical_hits, semantic_hits)
+            semantic_top = self.semantic.rank_arrays(cosines, depth)
+        best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
+        self._remember(query, QueryFacts(tuple(terms), best))
+        chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
+        chosen[lexical_top[0]] = True
+        chosen[semantic_top[0]] = True
+        positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
+        return Candidates(positions, matrix, lexical_top, semantic_top)
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
         results = []
         for query in queries:
             found = self.find(query, max(limit, CANDIDATES))
             words_held = float(found.matrix[:, _HELD].max(initial=0.0))
-            if found.semantic_hits and words_held < self.words_threshold:
+            if len(found.semantic_top[0]) and words_held < self.words_threshold:
                 # Few of the query's words are in any tool: outside what the ranker learned from.
                 results.append(fuse(found.lexical_hits, found.semantic_hits, limit, self.fusion))
             else:

@@ -11,8 +11,9 @@ prints both rates; tools/searchbench/README.md has them.
 
 Works on any index that exposes its BM25 index as `lexical` (and, for the cosine, `semantic` and
 `embedder`), or is a `LexicalIndex` itself; any other index is never called weak. The cosine is
-only computed when the words are under their threshold, which is rare, so a search costs one query
-embedding more only then.
+only computed when the words are under their threshold; an index that remembers what searching the
+query found (`RankedIndex.recall`) hands over its terms and best cosine, so the query is neither
+tokenized nor embedded again.
 """
 
 from __future__ import annotations
@@ -51,13 +52,18 @@ def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine
     lexical = index if isinstance(index, LexicalIndex) else getattr(index, "lexical", None)
     if not isinstance(lexical, LexicalIndex):
         return Strength(1.0, None)
-    terms = list(dict.fromkeys(tokenize_query(query)))
+    recall = getattr(index, "recall", None)
+    facts = recall(query) if callable(recall) else None  # what searching it found: the same values
+    terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
     held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
     best = None
     semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
     if (cosine or held < WEAK_WORDS) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
-        row = semantic.scores(embedder.encode([query]))[0]
-        best = float(row.max()) if len(row) else 0.0
+        if facts is not None and facts.best_cosine is not None:
+            best = facts.best_cosine
+        else:
+            row = semantic.scores(embedder.encode([query]))[0]
+            best = float(row.max()) if len(row) else 0.0
     return Strength(float(held), best)
 
 

@@ -10,6 +10,7 @@ tool; the field is absent otherwise.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,10 @@ WEAK_NOTE = (
     "No tool here shares a word with this query or is close to it in meaning: rephrase it (the task,"
     " in other words), or the tool may not exist here."
 )
+
+
+# A hit's one-line description, by the tool's text: the same few tools are found again and again.
+_short_description = functools.lru_cache(maxsize=4096)(short_description)
 
 
 def cut_query(text: str, limit: int) -> str:
@@ -137,7 +142,7 @@ def describe_tools(entry: IndexedCatalog, names: Sequence[str]) -> dict[str, Any
 def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     hit: dict[str, Any] = {
         "name": tool.name,
-        "description": short_description(tool.description or tool.title),
+        "description": _short_description(tool.description or tool.title),
         "readOnly": tool.read_only,
     }
     if with_schema:
