@@ -9,9 +9,9 @@ what and where, rather than being skipped as an odd upstream hint is.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from toolsearch.errors import ToolsearchError
+from toolsearch.ops.files import read_at_most
 
 MAX_FILE_BYTES = 256 * 1024
 MAX_ENTRIES = 2_000
@@ -29,11 +29,10 @@ def load_search_words(path: str) -> dict[str, str]:
         return {}
     where = f"search_words_file {path}"
     try:
-        with Path(path).open("rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
+        data = read_at_most(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise SearchWordsError(f"{where}: cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:
+    if data is None:
         raise SearchWordsError(f"{where}: larger than {MAX_FILE_BYTES:,} bytes")
     try:
         raw = json.loads(data)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from toolsearch import settings as settings_module
@@ -21,6 +20,7 @@ from toolsearch.catalogs.catalog import Catalog
 from toolsearch.catalogs.printable import printable
 from toolsearch.cli.catalog import CatalogCliError, _check, add_catalog_arguments, authorization, base_url
 from toolsearch.errors import ToolsearchError
+from toolsearch.ops.files import read_at_most
 
 SHOWN_FEATURES = 6  # the ones that moved the score most; --json has them all
 
@@ -54,11 +54,10 @@ def _from_rows(lines: list[str]) -> list[dict[str, Any]]:
 def load_catalog_file(path: str, max_bytes: int, max_tools: int) -> tuple[Catalog, bool]:
     """The catalog in `path`, and whether it is a `catalog --json` listing (rows, not definitions)."""
     try:
-        with Path(path).open("rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = read_at_most(path, max_bytes)
     except OSError as exc:
         raise CatalogFileError(f"cannot read {path}: {exc.strerror}") from exc
-    if len(data) > max_bytes:
+    if data is None:
         raise CatalogFileError(f"{path} is over {max_bytes} bytes (max_catalog_bytes)")
     text = data.decode("utf-8", errors="replace")
     rows = False
