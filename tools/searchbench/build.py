@@ -348,11 +348,106 @@ def api_bank(pin: Pin) -> Iterator[dict]:
     yield source_file(pin, "api-bank", list(tools.values()), {"test": requests})
 
 
+# --- Seal-Tools: 4,076 self-instructed tools in 146 fields, requests of one or several calls -------
+
+_SEAL_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean"}
+
+
+def seal_tools(pin: Pin) -> Iterator[dict]:
+    """Each tool's top-level field ("Healthcare", "Non-profit") stands for its server."""
+    repo = Repo(pin)
+    tools, server_of = [], {}
+    for line in repo.read("Seal-Tools_Dataset/tool.jsonl").splitlines():
+        entry = json.loads(line)
+        properties = {
+            key: {"type": _SEAL_TYPES.get(str(value.get("type")), "string"), "description": value["description"]}
+            if value.get("description")
+            else {"type": _SEAL_TYPES.get(str(value.get("type")), "string")}
+            for key, value in (entry.get("parameters") or {}).items()
+            if isinstance(value, dict)
+        }
+        required = [key for key in entry.get("required") or [] if key in properties]
+        tools.append(tool(entry["api_name"], entry.get("api_description") or "", properties, required))
+        server_of[entry["api_name"]] = entry["field"].split("/")[0]
+    picked: dict[tuple[str, str], list[dict]] = {}
+    for part in ("dev", "test_in_domain", "test_out_domain"):
+        for line in repo.read(f"Seal-Tools_Dataset/{part}.jsonl").splitlines():
+            item = json.loads(line)
+            needs = list(dict.fromkeys(call["api"] for call in item["calling"]))
+            if not needs or not all(need in server_of for need in needs):
+                continue
+            request = {"id": item["id"], "text": item["query"], "tools": needs}
+            request["servers"] = {server_of[need] for need in needs}
+            if _one_split(request):
+                kind = "one" if len(needs) == 1 else "several"
+                picked.setdefault((split_of(server_of[needs[0]]), kind), []).append(request)
+    by_split: dict[str, list[dict]] = {"dev": [], "test": []}
+    for (split, kind), items in sorted(picked.items()):
+        by_split[split] += [_kept(r) for r in sample(items, SAMPLE, f"seal:{kind}:{split}")]
+    yield source_file(pin, "seal-tools", tools, by_split)
+
+
+# --- ToolTalk: 28 tools in 7 plugins, hand-written conversations ----------------------------------
+
+_TOOLTALK_IMPLIED = {"UserLogin"}  # the login a request needs when it asks for something else
+
+
+def _tooltalk_tools(repo: Repo) -> dict[str, dict]:
+    out = {}
+    for path in repo.files("src/tooltalk/apis"):
+        for node in ast.parse(repo.read(path)).body:
+            if not isinstance(node, ast.ClassDef) or node.name.endswith("Suite"):
+                continue
+            fields = {}
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+                    try:
+                        fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+                    except ValueError:
+                        continue
+            if not isinstance(fields.get("description"), str) or not isinstance(fields.get("parameters"), dict):
+                continue
+            properties, required = {}, []
+            for key, value in fields["parameters"].items():
+                prop = {"type": str(value.get("type") or "string")}
+                if value.get("description"):
+                    prop["description"] = str(value["description"])
+                properties[key] = prop
+                if value.get("required"):
+                    required.append(key)
+            out[node.name] = tool(node.name, fields["description"], properties, required)
+    return out
+
+
+def tooltalk(pin: Pin) -> Iterator[dict]:
+    """The user's words before the first call; the tools of that first call (less a login beside others)."""
+    repo = Repo(pin)
+    tools = _tooltalk_tools(repo)
+    requests = []
+    for folder in ("data/easy", "data/tooltalk"):
+        for path in repo.files(folder):
+            said, needs = [], []
+            for turn in repo.json(path)["conversation"]:
+                if turn["role"] == "user":
+                    said.append(turn["text"])
+                elif turn.get("apis"):
+                    needs = [api["request"]["api_name"] for api in turn["apis"]]
+                    break
+            wanted = [n for n in dict.fromkeys(needs) if n in tools]
+            if len(wanted) > 1:
+                wanted = [n for n in wanted if n not in _TOOLTALK_IMPLIED]
+            if said and wanted:
+                requests.append({"id": Path(path).stem, "text": " ".join(said), "tools": wanted})
+    yield source_file(pin, "tooltalk", list(tools.values()), {"dev": requests})
+
+
 BUILDERS: dict[str, Callable[[Pin], Iterator[dict]]] = {
     "msc-bench": msc_bench,
     "stabletoolbench": stabletoolbench,
     "restbench": restbench,
     "api-bank": api_bank,
+    "seal-tools": seal_tools,
+    "tooltalk": tooltalk,
 }
 
 
