@@ -4,6 +4,7 @@ python -m tools.searchbench                 # every source, dev and test, the bu
 python -m tools.searchbench --split dev     # the split choices are made on
 python -m tools.searchbench --model-dir DIR --lexical-weight 0.5 --json out.json
 python -m tools.searchbench build           # rebuild data/ from the pinned public sources
+python -m tools.searchbench merge-queries --queries model_queries.jsonl  # a model's first queries
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 """
 
@@ -71,6 +72,15 @@ def _build(args: argparse.Namespace) -> int:
     return build_all(Path(args.data), args.source or None)
 
 
+def _merge_queries(args: argparse.Namespace) -> int:
+    from .build import merge_model_queries
+
+    if not args.queries:
+        print("merge-queries needs --queries PATH (JSON lines: source, key, queries)", file=sys.stderr)
+        return 2
+    return merge_model_queries(Path(args.data), Path(args.queries))
+
+
 def _train_ranker(args: argparse.Namespace) -> int:
     from toolsearch.search.embedder import load_configured_embedder
 
@@ -100,7 +110,9 @@ def _weak(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
-    parser.add_argument("command", nargs="?", default="run", choices=("run", "build", "train-ranker", "weak"))
+    parser.add_argument(
+        "command", nargs="?", default="run", choices=("run", "build", "train-ranker", "weak", "merge-queries")
+    )
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
     parser.add_argument("--data", default=str(DATA), help="the folder of source files")
@@ -110,8 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lexical-weight", type=float, default=None)
     parser.add_argument("--ranker", default="learned", choices=("learned", "fusion"))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--queries", metavar="PATH", help="merge-queries: a model's first queries, JSON lines"
+    )
     args = parser.parse_args(argv)
-    return {"run": _run, "build": _build, "train-ranker": _train_ranker, "weak": _weak}[args.command](args)
+    commands = {
+        "run": _run,
+        "build": _build,
+        "train-ranker": _train_ranker,
+        "weak": _weak,
+        "merge-queries": _merge_queries,
+    }
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -360,7 +360,10 @@ def seal_tools(pin: Pin) -> Iterator[dict]:
     for line in repo.read("Seal-Tools_Dataset/tool.jsonl").splitlines():
         entry = json.loads(line)
         properties = {
-            key: {"type": _SEAL_TYPES.get(str(value.get("type")), "string"), "description": value["description"]}
+            key: {
+                "type": _SEAL_TYPES.get(str(value.get("type")), "string"),
+                "description": value["description"],
+            }
             if value.get("description")
             else {"type": _SEAL_TYPES.get(str(value.get("type")), "string")}
             for key, value in (entry.get("parameters") or {}).items()
@@ -405,7 +408,9 @@ def _tooltalk_tools(repo: Repo) -> dict[str, dict]:
                         fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
                     except ValueError:
                         continue
-            if not isinstance(fields.get("description"), str) or not isinstance(fields.get("parameters"), dict):
+            if not isinstance(fields.get("description"), str) or not isinstance(
+                fields.get("parameters"), dict
+            ):
                 continue
             properties, required = {}, []
             for key, value in fields["parameters"].items():
@@ -470,4 +475,38 @@ def build_all(data: Path, only: list[str] | None = None) -> int:
                 f"{split} {sum(r['split'] == split for r in out['requests'])}" for split in ("dev", "test")
             )
             print(f"{path.name}: {len(out['tools'])} tools; requests {splits}")
+    return 0
+
+
+def merge_model_queries(data: Path, path: Path) -> int:
+    """Put a model's first search_tools queries (JSON lines: source, key, queries) on their requests.
+
+    A request keeps at most five; one the file does not name keeps what it had (none: its model
+    phrasing is skipped, not failed).
+    """
+    given: dict[str, dict[str, list[str]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        queries = [q.strip() for q in item.get("queries") or [] if isinstance(q, str) and q.strip()]
+        if queries:
+            given.setdefault(str(item["source"]), {})[str(item["key"])] = queries[:5]
+    for source, by_key in sorted(given.items()):
+        file = data / f"{source}.json"
+        if not file.exists():
+            print(f"{source}: no {file.name}, {len(by_key)} requests' queries not merged")
+            continue
+        raw = json.loads(file.read_text(encoding="utf-8"))
+        merged = 0
+        for request in raw["requests"]:
+            if (queries := by_key.get(request["id"])) is not None:
+                request["model_queries"] = queries
+                merged += 1
+        file.write_text(json.dumps(raw, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        without = sum(not r.get("model_queries") for r in raw["requests"])
+        print(
+            f"{file.name}: model queries for {merged} requests; {without} without; "
+            f"{len(by_key) - merged} keys not found"
+        )
     return 0
