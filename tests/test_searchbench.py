@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tools.searchbench.benchset import Request, Source, load_sources
-from tools.searchbench.build import read_lock
+from tools.searchbench.build import merge_model_queries, read_lock
 from tools.searchbench.measure import PlainBM25, measure
 from tools.searchbench.run import evaluate
 from toolsearch.catalogs.catalog import Catalog
@@ -17,7 +19,7 @@ HELD_OUT = ("gorilla", "metatool", "livemcpbench", "icip-cas", "schema-guided", 
 
 def test_every_source_is_pinned_licensed_and_none_is_held_out():
     pins = read_lock()
-    assert set(pins) == {"msc-bench", "stabletoolbench", "restbench", "api-bank"}
+    assert set(pins) == {"msc-bench", "stabletoolbench", "restbench", "api-bank", "seal-tools", "tooltalk"}
     for pin in pins.values():
         assert len(pin.commit) == 40 and pin.licence and pin.writer
         assert not any(word in pin.repo.lower() for word in HELD_OUT)
@@ -33,15 +35,44 @@ def test_requests_name_catalog_tools_and_no_tool_is_labelled_in_both_splits():
     by_name: dict[str, dict[str, set[str]]] = {}
     for source in sources:
         names = {tool["name"] for tool in source.tools}
+        phrased = [bool(r.model_queries) for r in source.requests]
+        assert all(phrased) or not any(phrased), source.name  # a source awaiting them has none yet
         for request in source.requests:
             assert request.tools <= names and request.text
-            assert 1 <= len(request.model_queries) <= 5
+            assert len(request.model_queries) <= 5
         labelled = set().union(*(r.tools for r in source.requests))
         by_name.setdefault(source.name, {})[source.split] = labelled
     for name, splits in by_name.items():
         if len(splits) == 2:  # one catalog, split by server: a server's tools are labelled once
             servers = {split: {tool.split("-")[0] for tool in tools} for split, tools in splits.items()}
             assert not servers["dev"] & servers["test"], name
+
+
+def test_a_models_queries_are_merged_onto_their_requests_and_the_rest_are_skipped(tmp_path):
+    tools = [{"name": "a", "description": "Adds an alarm."}]
+    requests = [
+        {"split": "dev", "id": "1", "text": "wake me at six", "tools": ["a"]},
+        {"split": "dev", "id": "2", "text": "an alarm please", "tools": ["a"]},
+    ]
+    file = tmp_path / "made.json"
+    made = {"source": "made", "origin": "o/r@c", "licence": "MIT", "writer": "w", "tools": tools}
+    file.write_text(json.dumps({**made, "requests": requests}), encoding="utf-8")
+    queries = tmp_path / "model_queries.jsonl"
+    lines = [
+        {"source": "made", "key": "1", "queries": ["add alarm", " ", "q2", "q3", "q4", "q5", "q6"]},
+        {"source": "made", "key": "9", "queries": ["no such request"]},
+    ]
+    queries.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+    assert merge_model_queries(tmp_path, queries) == 0
+
+    (source,) = load_sources("dev", tmp_path)
+    first, second = source.requests
+    assert first.model_queries == ("add alarm", "q2", "q3", "q4", "q5")
+    assert second.model_queries == ()
+    tool_set = Catalog.from_definitions(tools)
+    assert measure(source, tool_set, Fixed([0]), "fixed", "model").requests == 1  # only the phrased one
+    assert measure(source, tool_set, Fixed([0]), "fixed", "raw").requests == 2
 
 
 class Fixed:
