@@ -21,10 +21,12 @@ FLOORS = {
     # dev split (tools/searchbench), where it gains; here it loses to "fused" (hybrid by the weighted sum
     # it replaced) in users' own words, which avoid the tools' words by design. Both are held.
     ("lexical", "user", "en"): (0.194, 0.393, 0.468, 0.277),
-    ("lexical", "user", "lt"): (0.044, 0.147, 0.183, 0.088),
+    # BM25 alone, lt, lost a question or three (R@1) when the ranker was retrained on the larger public dev
+    # (Seal-Tools and ToolTalk added, every query weighed the same): hybrid, the default, gained here.
+    ("lexical", "user", "lt"): (0.039, 0.147, 0.183, 0.088),
     # R@1 lowered with the seven new ranker features: 2 of 252 questions (public dev: 0.844 -> 0.851).
     ("lexical", "model", "en"): (0.865, 0.956, 0.972, 0.907),
-    ("lexical", "model", "lt"): (0.865, 0.976, 0.980, 0.909),
+    ("lexical", "model", "lt"): (0.853, 0.976, 0.984, 0.903),
     ("embedding", "user", "en"): (0.321, 0.587, 0.678, 0.434),
     ("embedding", "user", "lt"): (0.238, 0.499, 0.595, 0.345),
     ("embedding", "model", "en"): (0.849, 0.972, 0.992, 0.903),
@@ -35,10 +37,11 @@ FLOORS = {
     ("fused", "model", "lt"): (0.916, 0.988, 0.992, 0.947),
     # Users' words lowered when the 15% guard was dropped: it lost on the public dev split, and by
     # the issue's rule a choice that gains only on this made-up set is not taken (searchbench README).
-    ("hybrid", "user", "en"): (0.218, 0.484, 0.627, 0.335),
-    ("hybrid", "user", "lt"): (0.183, 0.429, 0.559, 0.292),
-    ("hybrid", "model", "en"): (0.873, 0.964, 0.984, 0.917),
-    ("hybrid", "model", "lt"): (0.893, 0.976, 0.992, 0.931),
+    # Raised with the retrained ranker (larger public dev), but for users' words lt R@1 (one question).
+    ("hybrid", "user", "en"): (0.238, 0.535, 0.634, 0.356),
+    ("hybrid", "user", "lt"): (0.178, 0.436, 0.559, 0.292),
+    ("hybrid", "model", "en"): (0.876, 0.968, 0.984, 0.920),
+    ("hybrid", "model", "lt"): (0.900, 0.976, 0.992, 0.935),
 }
 
 

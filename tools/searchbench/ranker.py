@@ -38,7 +38,7 @@ class Group:
 
     matrix: np.ndarray
     positive: np.ndarray  # bool per candidate
-    weight: float = 1.0  # each source weighs the same in the loss, however many queries it has
+    weight: float = 1.0  # every query weighs the same (weighing each source the same generalised worse)
 
 
 def neutral() -> RankerWeights:
@@ -51,7 +51,6 @@ def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequ
     out: list[Group] = []
     cache = VectorCache()
     for source in sources:
-        mine: list[Group] = []
         catalog = Catalog.from_definitions(source.tools)
         semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
         lexical = build_lexical_index(catalog.tools)
@@ -63,8 +62,7 @@ def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequ
                     positions, matrix = index.candidates(query)
                     positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
                     if positive.any() and not positive.all():
-                        mine.append(Group(matrix, positive))
-        out += [Group(g.matrix, g.positive, 1.0 / len(mine)) for g in mine]
+                        out.append(Group(matrix, positive))
     return out
 
 
