@@ -4,7 +4,7 @@ python -m tools.searchbench                 # every source, dev and test, the bu
 python -m tools.searchbench --split dev     # the split choices are made on
 python -m tools.searchbench --model-dir DIR --lexical-weight 0.5 --json out.json
 python -m tools.searchbench build           # rebuild data/ from the pinned public sources
-python -m tools.searchbench merge-queries --queries model_queries.jsonl  # a model's first queries
+python -m tools.searchbench merge-queries --queries FILE.jsonl  # a model's first queries
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 """
 
