@@ -124,10 +124,10 @@ def extra_features(query):
 
 
 def test_the_server_prefix_is_split_off_only_when_tools_share_it():
-    from toolsearch.search.rerank import _server_and_action
+    from toolsearch.search.fields import server_and_action
 
     names = [tool["name"] for tool in SERVERS]
-    assert _server_and_action(names) == [
+    assert server_and_action(names) == [
         ("weread", "get-weread-rank"),
         ("weread", "search_books"),
         ("notion", "search_pages"),

@@ -18,20 +18,18 @@ from __future__ import annotations
 
 import functools
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
 
-from toolsearch.catalogs.catalog import Tool
 from toolsearch.search import Embedder, Hit
-from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.fields import FieldIndex
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.text import tokenize, tokenize_query
+from toolsearch.search.text import tokenize_query
 
 __all__ = ["FEATURES", "FieldIndex", "Linear", "RankedIndex", "RankerWeights", "features", "load_weights"]
 
@@ -99,137 +97,15 @@ def load_weights() -> RankerWeights | None:
     return RankerWeights(**linear)
 
 
-def _parameter_names(schema: object) -> list[str]:
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    return [name for name in properties if isinstance(name, str)] if isinstance(properties, Mapping) else []
-
-
-def _distinct_terms(text: str) -> list[str]:
-    return list(dict.fromkeys(tokenize(text)))
-
-
-_VERB_CLASSES = {
-    "read": "get fetch retriev read show view obtain return detail info",
-    "list": "list all enumer brows",
-    "create": "creat add new make insert post generat regist build",
-    "delete": "delet remov destroy drop cancel unsubscrib",
-    "update": "updat edit modifi chang set put patch renam",
-    "search": "search find queri lookup look seek filter",
-    "send": "send post share notifi email messag publish",
-}
-_VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
-_PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
-
-
-def _server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
-    """Each name's server prefix and the rest: split at the first "-", "__", "." or "/",
-    when two tools or more share that prefix (`get-weread-rank` alone keeps its whole name)."""
-    split = [(m.group(1), m.group(2)) if (m := _PREFIX.match(name)) else ("", name) for name in names]
-    counts: dict[str, int] = {}
-    for server, _ in split:
-        counts[server] = counts.get(server, 0) + 1
-    return [
-        (server, action) if server and counts[server] > 1 else ("", name)
-        for (server, action), name in zip(split, names, strict=True)
-    ]
-
-
-def _verb_class(terms: Sequence[str]) -> int:
-    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
-
-
-class FieldIndex:
-    """BM25 per field of each tool, and what the features need of each tool's name."""
-
-    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
-        names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
-        self.name = LexicalIndex(names)
-        descriptions = [tokenize(tool.description) for tool in tools]
-        self.description = LexicalIndex(descriptions)
-        self.parameters = LexicalIndex(
-            [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
-        )
-        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
-        self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
-        term_ids: dict[str, int] = {}
-        self.verbs = np.array(
-            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
-        )
-        self._verb_ids = term_ids
-        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
-        self.size = len(tools)
-        parts = _server_and_action([tool.name for tool in tools])
-        actions = [tokenize(name_words(action)) for _, action in parts]
-        self.action_verb_ids = np.array(
-            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
-        )
-        self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
-        self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
-        self.action_phrases = [" " + " ".join(a) + " " for a in actions]
-        action_ids: dict[tuple[str, ...], int] = {}
-        self.action_ids = np.array(
-            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
-        )
-        first_words = [tokenize(tool.description)[:3] for tool in tools]
-        self.verb_classes = np.array(
-            [
-                _verb_class(a[:1]) if _verb_class(a[:1]) >= 0 else _verb_class(w[:1])
-                for a, w in zip(actions, first_words, strict=True)
-            ]
-        )
-        servers = [_distinct_terms(name_words(server)) for server, _ in parts]
-        self.server = LexicalIndex(servers)
-        self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        self.parameter_names = LexicalIndex(
-            [
-                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
-                for tool in tools
-            ]
-        )
-        documents = max(len(tools), 1)
-        self._idf = {t: float(np.log1p(documents / df)) for t, df in whole.document_frequencies().items()}
-
-    def extra(self, terms: Sequence[str], candidates: np.ndarray) -> list[np.ndarray]:
-        """The features after `bm25_when_words_hit`, for these candidates only."""
-        distinct = list(dict.fromkeys(terms))
-        count = max(len(distinct), 1)
-        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
-        query_class = _verb_class(distinct)
-        tool_class = self.verb_classes[candidates]
-        agrees = np.where(tool_class == query_class, 1.0, -1.0)
-        if query_class < 0:
-            agrees[:] = 0.0
-        agrees[tool_class < 0] = 0.0
-        idf = [self._idf.get(t, 0.0) for t in distinct]
-        name_idf = self.name.term_matches(distinct, idf)[candidates] / (sum(idf) or 1.0)
-        # A phrase needs every action term held: only those few candidates are compared as text.
-        whole_action = self.action.term_matches(distinct)[candidates] >= self.action_sizes[candidates]
-        phrase = np.zeros(len(candidates))
-        text = " " + " ".join(terms) + " "
-        for i in np.flatnonzero(whole_action):
-            phrase[i] = self.action_phrases[candidates[i]] in text
-        actions = self.action_ids[candidates]
-        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
-        server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
-        parameters = self.parameter_names.term_matches(distinct)[candidates] / count
-        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
-
-    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
-        """Whether each candidate's first name term is one of `terms`."""
-        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
-
-    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
-        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
-        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
-        asked[list(verb_ids)] = True
-        return asked
-
-
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     top = scores[candidates].max(initial=0.0)
     return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
+
+
+def _pool_scaled(scores: np.ndarray) -> np.ndarray:
+    """`_scaled` of scores already taken for the candidates."""
+    top = scores.max(initial=0.0)
+    return scores / top if top > 0 else np.zeros(len(scores))
 
 
 def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -259,11 +135,11 @@ def features(
     """
     lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
     distinct = list(dict.fromkeys(terms))
+    sums = fields.sums(terms, candidates)
     columns = [_scaled(whole_scores, candidates)]
-    for index in (fields.name, fields.description, fields.parameters):
-        columns.append(_scaled(index.term_scores(terms), candidates))
-    held = fields.whole.term_matches(distinct)[candidates]
-    in_name = fields.name.term_matches(distinct)[candidates]
+    for field in sums.bm25:  # name, description, parameters
+        columns.append(_pool_scaled(field))
+    held, in_name = sums.held[0], sums.held[1]
     count = max(len(distinct), 1)
     columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
     columns.append(fields.verb_asked(terms, candidates))
@@ -279,7 +155,7 @@ def features(
     confidence = float(columns[4].max(initial=0.0))
     columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
     if len(candidates):
-        columns += fields.extra(terms, candidates)
+        columns += fields.extra(terms, candidates, sums)
     return np.column_stack(columns) if len(candidates) else np.zeros((0, len(FEATURES)))
 
 

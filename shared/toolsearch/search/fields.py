@@ -1,0 +1,240 @@
+"""What the ranker's features need of each tool, indexed once per catalog (`search.rerank`).
+
+Each tool's fields apart: its name, description and parameters (each with its own BM25), its
+server prefix and the action after it, its parameter names. A query's terms are looked up once
+for every field together (`FieldIndex.sums`): one table holds every field's postings side by side,
+term after term, so a query gathers a few slices and adds them for its candidates only, never for
+the whole catalog. The sums are the ones each field's own `LexicalIndex` gives (the same values
+added in the same order), so the features do not depend on how they are gathered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsearch.catalogs.catalog import Tool
+from toolsearch.search.documents import name_words, schema_text
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.text import tokenize
+
+__all__ = ["FieldIndex", "FieldSums", "server_and_action"]
+
+
+def _parameter_names(schema: object) -> list[str]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return [name for name in properties if isinstance(name, str)] if isinstance(properties, Mapping) else []
+
+
+def _distinct_terms(text: str) -> list[str]:
+    return list(dict.fromkeys(tokenize(text)))
+
+
+_VERB_CLASSES = {
+    "read": "get fetch retriev read show view obtain return detail info",
+    "list": "list all enumer brows",
+    "create": "creat add new make insert post generat regist build",
+    "delete": "delet remov destroy drop cancel unsubscrib",
+    "update": "updat edit modifi chang set put patch renam",
+    "search": "search find queri lookup look seek filter",
+    "send": "send post share notifi email messag publish",
+}
+_VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
+_PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
+
+
+def server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Each name's server prefix and the rest: split at the first "-", "__", "." or "/",
+    when two tools or more share that prefix (`get-weread-rank` alone keeps its whole name)."""
+    split = [(m.group(1), m.group(2)) if (m := _PREFIX.match(name)) else ("", name) for name in names]
+    counts: dict[str, int] = {}
+    for server, _ in split:
+        counts[server] = counts.get(server, 0) + 1
+    return [
+        (server, action) if server and counts[server] > 1 else ("", name)
+        for (server, action), name in zip(split, names, strict=True)
+    ]
+
+
+def verb_class(terms: Sequence[str]) -> int:
+    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
+
+
+# The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
+# included, as `LexicalIndex.term_scores`), the rest counted (each distinct term once).
+_BM25_FIELDS = ("name", "description", "parameters")
+_COUNTED = ("whole", "name", "action", "server", "parameter_names")
+_TABLE = _BM25_FIELDS + _COUNTED
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSums:
+    """One query's sums for its candidates, in the candidates' order."""
+
+    bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
+    held: np.ndarray  # (5 x candidates): distinct query terms held by the whole tool, name, action,
+    #                   server prefix, parameter names
+    name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
+    idf_total: float  # the IDF of every distinct query term, summed
+
+
+class FieldIndex:
+    """BM25 per field of each tool, and what the features need of each tool's name."""
+
+    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
+        names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
+        self.name = LexicalIndex(names)
+        descriptions = [tokenize(tool.description) for tool in tools]
+        self.description = LexicalIndex(descriptions)
+        self.parameters = LexicalIndex(
+            [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
+        )
+        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
+        self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
+        term_ids: dict[str, int] = {}
+        self.verbs = np.array(
+            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
+        )
+        self._verb_ids = term_ids
+        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
+        self.size = len(tools)
+        parts = server_and_action([tool.name for tool in tools])
+        actions = [tokenize(name_words(action)) for _, action in parts]
+        self.action_verb_ids = np.array(
+            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
+        )
+        self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
+        self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
+        self.action_phrases = [" " + " ".join(a) + " " for a in actions]
+        action_ids: dict[tuple[str, ...], int] = {}
+        self.action_ids = np.array(
+            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
+        )
+        first_words = [tokenize(tool.description)[:3] for tool in tools]
+        self.verb_classes = np.array(
+            [
+                verb_class(a[:1]) if verb_class(a[:1]) >= 0 else verb_class(w[:1])
+                for a, w in zip(actions, first_words, strict=True)
+            ]
+        )
+        servers = [_distinct_terms(name_words(server)) for server, _ in parts]
+        self.server = LexicalIndex(servers)
+        self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
+        self.parameter_names = LexicalIndex(
+            [
+                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
+                for tool in tools
+            ]
+        )
+        self._table()
+
+    def _table(self) -> None:
+        """Every field's postings in one table, by term: a query term's slice holds all its fields'."""
+        indexes = [getattr(self, field) for field in _TABLE]
+        ids: dict[str, int] = {}
+        for index in indexes:  # the whole tool's terms first: most terms of the other fields are there
+            for term in index._term_ids:
+                ids.setdefault(term, len(ids))
+        terms, fields, positions, values = [], [], [], []
+        for field, index in enumerate(indexes):
+            union = np.fromiter((ids[t] for t in index._term_ids), dtype=np.int64, count=len(index._term_ids))
+            terms.append(np.repeat(union, np.diff(index._starts)))
+            fields.append(np.full(len(index._positions), field, dtype=np.int64))
+            positions.append(index._positions.astype(np.int64))
+            values.append(index._contributions)
+        term = np.concatenate(terms)
+        order = np.argsort(term, kind="stable")  # stable: by field, then position, within a term
+        self._term_ids = ids
+        self._starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(ids)))))
+        self._fields = np.concatenate(fields)[order]
+        self._positions = np.concatenate(positions)[order]
+        self._values = np.concatenate(values)[order]
+        documents = max(self.size, 1)
+        whole_counts = np.zeros(len(ids), dtype=np.int64)
+        counts = np.diff(self.whole._starts)
+        for term_name, i in self.whole._term_ids.items():
+            whole_counts[ids[term_name]] = counts[i]
+        with np.errstate(divide="ignore"):
+            idf = np.log1p(documents / whole_counts)
+        self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
+
+    def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
+        """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
+        n = len(candidates)
+        get = self._term_ids.get
+        found = [t for t in (get(term, -1) for term in terms) if t >= 0]
+        seen: set[int] = set()
+        firsts = []  # each found term: its first time in the query (counted once)
+        for t in found:
+            firsts.append(t not in seen)
+            seen.add(t)
+        idf_total = sum([float(self._idf[t]) for t in dict.fromkeys(found)])
+        bm25 = np.zeros((len(_BM25_FIELDS), n))
+        held = np.zeros((len(_COUNTED), n))
+        name_idf = np.zeros(n)
+        if not found or not n:
+            return FieldSums(bm25, held, name_idf, idf_total)
+        ids = np.array(found, dtype=np.int64)
+        starts, ends = self._starts[ids], self._starts[ids + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        offsets = np.cumsum(lengths) - lengths
+        index = np.arange(total) + np.repeat(starts - offsets, lengths)
+        slot = np.full(self.size, -1, dtype=np.int64)
+        slot[candidates] = np.arange(n)
+        mine = slot[self._positions[index]]
+        keep = mine >= 0
+        which = np.repeat(np.arange(len(ids)), lengths)[keep]
+        field = self._fields[index][keep]
+        mine = mine[keep]
+        values = self._values[index][keep]
+        scored = field < len(_BM25_FIELDS)
+        bm25 = np.bincount(field[scored] * n + mine[scored], values[scored], len(_BM25_FIELDS) * n)
+        once = ~scored & np.asarray(firsts, dtype=bool)[which]
+        counted = field[once] - len(_BM25_FIELDS)
+        held = np.bincount(counted * n + mine[once], minlength=len(_COUNTED) * n).astype(np.float64)
+        in_name = counted == _COUNTED.index("name")
+        name_idf = np.bincount(mine[once][in_name], self._idf[ids[which[once][in_name]]], n)
+        return FieldSums(bm25.reshape(-1, n), held.reshape(-1, n), name_idf, idf_total)
+
+    def extra(
+        self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
+    ) -> list[np.ndarray]:
+        """The features after `bm25_when_words_hit`, for these candidates only."""
+        found = self.sums(terms, candidates) if sums is None else sums
+        distinct = list(dict.fromkeys(terms))
+        count = max(len(distinct), 1)
+        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
+        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
+        query_class = verb_class(distinct)
+        tool_class = self.verb_classes[candidates]
+        agrees = np.where(tool_class == query_class, 1.0, -1.0)
+        if query_class < 0:
+            agrees[:] = 0.0
+        agrees[tool_class < 0] = 0.0
+        _, _, action, server, parameter_names = found.held
+        name_idf = found.name_idf / (found.idf_total or 1.0)
+        # A phrase needs every action term held: only those few candidates are compared as text.
+        phrase = np.zeros(len(candidates))
+        text = " " + " ".join(terms) + " "
+        for i in np.flatnonzero(action >= self.action_sizes[candidates]):
+            phrase[i] = self.action_phrases[candidates[i]] in text
+        actions = self.action_ids[candidates]
+        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
+        server = server / self.server_sizes[candidates]
+        parameters = parameter_names / count
+        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
+
+    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
+        """Whether each candidate's first name term is one of `terms`."""
+        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
+        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
+
+    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
+        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
+        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
+        asked[list(verb_ids)] = True
+        return asked
