@@ -134,29 +134,31 @@ def features(
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     """
     lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
-    distinct = list(dict.fromkeys(terms))
+    n = len(candidates)
+    matrix = np.zeros((n, len(FEATURES)))
+    if not n:
+        return matrix
+    count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
-    columns = [_scaled(whole_scores, candidates)]
-    for field in sums.bm25:  # name, description, parameters
-        columns.append(_pool_scaled(field))
+    matrix[:, 0] = _scaled(whole_scores, candidates)
+    for column, field in enumerate(sums.bm25, start=1):  # name, description, parameters
+        matrix[:, column] = _pool_scaled(field)
     held, in_name = sums.held[0], sums.held[1]
-    count = max(len(distinct), 1)
-    columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
-    columns.append(fields.verb_asked(terms, candidates))
-    columns.append(_rank_feature(lexical_positions, candidates))
-    if cosines is not None and len(candidates) and len(semantic_positions):
+    matrix[:, 4], matrix[:, 5] = held / count, in_name / count
+    matrix[:, 6] = in_name / fields.name_sizes[candidates]
+    matrix[:, 7] = fields.verb_asked(terms, candidates)
+    matrix[:, 8] = _rank_feature(lexical_positions, candidates)
+    if cosines is not None and len(semantic_positions):
         chosen = cosines[candidates].astype(np.float64)
         top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        columns += [chosen, chosen - chosen.max(), np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)]
-    else:
-        columns += [np.zeros(len(candidates))] * 3
-    columns.append(_rank_feature(semantic_positions, candidates))
-    columns.append(fields.description_length[candidates])
-    confidence = float(columns[4].max(initial=0.0))
-    columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
-    if len(candidates):
-        columns += fields.extra(terms, candidates, sums)
-    return np.column_stack(columns) if len(candidates) else np.zeros((0, len(FEATURES)))
+        matrix[:, 9], matrix[:, 10] = chosen, chosen - chosen.max()
+        matrix[:, 11] = np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)
+    matrix[:, 12] = _rank_feature(semantic_positions, candidates)
+    matrix[:, 13] = fields.description_length[candidates]
+    confidence = float(matrix[:, 4].max())
+    matrix[:, 14], matrix[:, 15] = matrix[:, 11] * (1.0 - confidence), matrix[:, 0] * confidence
+    matrix[:, 16:] = np.array(fields.extra(terms, candidates, sums)).T
+    return matrix
 
 
 def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int) -> list[Hit]:
@@ -164,7 +166,7 @@ def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int
     if not len(candidates):
         return []
     scores = ranker.scores(matrix)
-    best = np.lexsort((candidates, -scores))[:limit]
+    best = np.argsort(-scores, kind="stable")[:limit]  # candidates ascend: ties stay by position
     return [Hit(int(candidates[i]), float(scores[i])) for i in best]
 
 
