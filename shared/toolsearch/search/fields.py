@@ -121,6 +121,11 @@ class FieldIndex:
             ]
         )
         servers = [_distinct_terms(name_words(server)) for server, _ in parts]
+        server_ids: dict[str, int] = {}  # a tool without a server prefix is its own server
+        self.server_ids = np.array(
+            [server_ids.setdefault(s or f"\0{i}", len(server_ids)) for i, (s, _) in enumerate(parts)],
+            dtype=np.int64,
+        )
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
         self.parameter_names = LexicalIndex(
@@ -227,6 +232,17 @@ class FieldIndex:
         server = server / self.server_sizes[candidates]
         parameters = parameter_names / count
         return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
+
+    def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
+        """The features of each candidate's server among the candidates (`server_candidates` on)."""
+        _, server = np.unique(self.server_ids[candidates], return_inverse=True)
+        sizes = np.bincount(server)
+        best = np.zeros(len(sizes))
+        np.maximum.at(best, server, bm25)
+        best_cosine = np.full(len(sizes), -np.inf)
+        np.maximum.at(best_cosine, server, cosine)
+        share = np.bincount(server, bm25) / max(float(bm25.sum()), 1e-9)
+        return [np.log(sizes[server]), best[server], share[server], best_cosine[server] - cosine.max()]
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""

@@ -59,6 +59,11 @@ FEATURES = (
     "name_idf_share",  # IDF-weighted share of the query's terms in the name
     "name_phrase",  # the name's action terms appear in the query in order, side by side
     "near_duplicates",  # log of how many candidates share this tool's action name
+    # The tool's server (its name prefix shared by 2+ tools; else the tool alone) among the candidates:
+    "server_candidates",  # log of how many candidates it has
+    "server_best_bm25",  # its candidates' best `bm25`
+    "server_bm25_share",  # its candidates' share of all candidates' `bm25`
+    "server_best_cosine_gap",  # its candidates' best cosine minus the best candidate's
 )
 
 
@@ -157,7 +162,8 @@ def features(
     matrix[:, 13] = fields.description_length[candidates]
     confidence = float(matrix[:, 4].max())
     matrix[:, 14], matrix[:, 15] = matrix[:, 11] * (1.0 - confidence), matrix[:, 0] * confidence
-    matrix[:, 16:] = np.array(fields.extra(terms, candidates, sums)).T
+    matrix[:, 16:23] = np.array(fields.extra(terms, candidates, sums)).T
+    matrix[:, 23:] = np.array(fields.servers(candidates, matrix[:, 0], matrix[:, 9])).T
     return matrix
 
 
