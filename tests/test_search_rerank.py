@@ -119,7 +119,7 @@ def extra_features(query):
     # In the order of SERVERS, whatever order the catalog keeps.
     candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
     values = fields.extra(tokenize_query(query), candidates)
-    extra = FEATURES[FEATURES.index("action_verb_asked") :]
+    extra = FEATURES[FEATURES.index("action_verb_asked") : FEATURES.index("near_duplicates") + 1]
     return dict(zip(extra, values, strict=True))
 
 
@@ -160,6 +160,23 @@ def test_the_idf_weighted_name_share_favours_rare_terms():
     f = extra_features("weread rank")
     assert f["name_idf_share"][0] == pytest.approx(1.0)
     assert 0 < f["name_idf_share"][1] < 1
+
+
+def test_the_server_features_group_the_candidates_by_server_prefix():
+    from toolsearch.search.lexical import build_lexical_index
+    from toolsearch.search.rerank import FieldIndex
+
+    catalog = Catalog.from_definitions(SERVERS)
+    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
+    bm25 = np.array([0.2, 0.6, 1.0, 0.0, 0.2])
+    cosine = np.array([0.5, 0.1, 0.3, 0.2, 0.7])
+    count, best, share, best_cosine = fields.servers(candidates, bm25, cosine)
+    # weread: the first two; notion: the next two; Travel_1_FindAttractions: alone.
+    assert np.exp(count).round().tolist() == [2, 2, 2, 2, 1]
+    assert best.tolist() == [0.6, 0.6, 1.0, 1.0, 0.2]
+    assert share == pytest.approx([0.8 / 2, 0.8 / 2, 1.0 / 2, 1.0 / 2, 0.2 / 2])
+    assert best_cosine == pytest.approx([-0.2, -0.2, -0.4, -0.4, 0.0])
 
 
 class CountingEmbedder:
