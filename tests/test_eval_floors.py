@@ -20,11 +20,13 @@ FLOORS = {
     # "hybrid" is the default: the learned ranker (search/rerank.py), chosen on the public benchmark's
     # dev split (tools/searchbench), where it gains; here it loses to "fused" (hybrid by the weighted sum
     # it replaced) in users' own words, which avoid the tools' words by design. Both are held.
-    ("lexical", "user", "en"): (0.194, 0.393, 0.468, 0.277),
-    ("lexical", "user", "lt"): (0.044, 0.147, 0.183, 0.088),
+    # Lexical users' words and R@1 lowered with the four server features (search/rerank.py): up to
+    # 2 questions of 252; public dev, BM25 alone: R@1 0.851/0.805 -> 0.850/0.808 (models'/raw).
+    ("lexical", "user", "en"): (0.183, 0.393, 0.468, 0.271),
+    ("lexical", "user", "lt"): (0.040, 0.139, 0.183, 0.088),
     # R@1 lowered with the seven new ranker features: 2 of 252 questions (public dev: 0.844 -> 0.851).
     ("lexical", "model", "en"): (0.865, 0.956, 0.972, 0.907),
-    ("lexical", "model", "lt"): (0.865, 0.976, 0.980, 0.909),
+    ("lexical", "model", "lt"): (0.858, 0.976, 0.980, 0.909),
     ("embedding", "user", "en"): (0.321, 0.587, 0.678, 0.434),
     ("embedding", "user", "lt"): (0.238, 0.499, 0.595, 0.345),
     ("embedding", "model", "en"): (0.849, 0.972, 0.992, 0.903),
@@ -35,10 +37,13 @@ FLOORS = {
     ("fused", "model", "lt"): (0.916, 0.988, 0.992, 0.947),
     # Users' words lowered when the 15% guard was dropped: it lost on the public dev split, and by
     # the issue's rule a choice that gains only on this made-up set is not taken (searchbench README).
-    ("hybrid", "user", "en"): (0.218, 0.484, 0.627, 0.335),
-    ("hybrid", "user", "lt"): (0.183, 0.429, 0.559, 0.292),
-    ("hybrid", "model", "en"): (0.873, 0.964, 0.984, 0.917),
-    ("hybrid", "model", "lt"): (0.893, 0.976, 0.992, 0.931),
+    # Lowered again with the four server features: R@5 users' words en 48.8 -> 46.0, lt 43.3 -> 41.3,
+    # models' R@1 en 87.7 -> 86.9, lt 89.7 -> 88.9 (2 questions each); they gained public dev R@1 raw
+    # 0.806 -> 0.810 and R@5 models' 0.967 -> 0.971, also when each dev source is held out.
+    ("hybrid", "user", "en"): (0.218, 0.457, 0.588, 0.323),
+    ("hybrid", "user", "lt"): (0.167, 0.409, 0.544, 0.277),
+    ("hybrid", "model", "en"): (0.866, 0.964, 0.984, 0.912),
+    ("hybrid", "model", "lt"): (0.885, 0.976, 0.992, 0.926),
 }
 
 
