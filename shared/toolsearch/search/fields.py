@@ -126,6 +126,7 @@ class FieldIndex:
             [server_ids.setdefault(s or f"\0{i}", len(server_ids)) for i, (s, _) in enumerate(parts)],
             dtype=np.int64,
         )
+        self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
         self.parameter_names = LexicalIndex(
@@ -137,26 +138,15 @@ class FieldIndex:
         self._table()
 
     def _table(self) -> None:
-        """Every field's postings in one table, by term: a query term's slice holds all its fields'."""
-        indexes = [getattr(self, field) for field in _TABLE]
+        """Every field's postings in two tables by term, a query term's slice holding all its fields':
+        one of the BM25 fields (with each posting's contribution), one of the counted fields."""
         ids: dict[str, int] = {}
-        for index in indexes:  # the whole tool's terms first: most terms of the other fields are there
-            for term in index._term_ids:
+        for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
+            for term in getattr(self, field)._term_ids:
                 ids.setdefault(term, len(ids))
-        terms, fields, positions, values = [], [], [], []
-        for field, index in enumerate(indexes):
-            union = np.fromiter((ids[t] for t in index._term_ids), dtype=np.int64, count=len(index._term_ids))
-            terms.append(np.repeat(union, np.diff(index._starts)))
-            fields.append(np.full(len(index._positions), field, dtype=np.int64))
-            positions.append(index._positions.astype(np.int64))
-            values.append(index._contributions)
-        term = np.concatenate(terms)
-        order = np.argsort(term, kind="stable")  # stable: by field, then position, within a term
         self._term_ids = ids
-        self._starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(ids)))))
-        self._fields = np.concatenate(fields)[order]
-        self._positions = np.concatenate(positions)[order]
-        self._values = np.concatenate(values)[order]
+        self._bm25 = self._postings(_BM25_FIELDS)
+        self._counted = self._postings(_COUNTED)[:2]
         documents = max(self.size, 1)
         whole_counts = np.zeros(len(ids), dtype=np.int64)
         counts = np.diff(self.whole._starts)
@@ -166,44 +156,53 @@ class FieldIndex:
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
 
+    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """These fields' postings by term (stable: by field, then position, within a term): the
+        starts of each term's, each posting's key (field x catalog size + position), its value."""
+        terms, keys, values = [], [], []
+        for field, name in enumerate(names):
+            index = getattr(self, name)
+            union = np.fromiter((self._term_ids[t] for t in index._term_ids), np.int64, len(index._term_ids))
+            terms.append(np.repeat(union, np.diff(index._starts)))
+            keys.append(field * self.size + index._positions.astype(np.int64))
+            values.append(index._contributions)
+        term = np.concatenate(terms)
+        order = np.argsort(term, kind="stable")
+        starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
+        return starts, np.concatenate(keys)[order], np.concatenate(values)[order]
+
+    @staticmethod
+    def _slices(starts: np.ndarray, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The postings of these term ids, term after term: their indexes, and how many each has."""
+        chosen = np.array(ids, dtype=np.int64)
+        first = starts[chosen]
+        lengths = starts[chosen + 1] - first
+        return np.arange(int(lengths.sum())) + np.repeat(
+            first - (np.cumsum(lengths) - lengths), lengths
+        ), lengths
+
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
-        n = len(candidates)
+        n, size = len(candidates), self.size
         get = self._term_ids.get
         found = [t for t in (get(term, -1) for term in terms) if t >= 0]
-        seen: set[int] = set()
-        firsts = []  # each found term: its first time in the query (counted once)
-        for t in found:
-            firsts.append(t not in seen)
-            seen.add(t)
-        idf_total = sum([float(self._idf[t]) for t in dict.fromkeys(found)])
-        bm25 = np.zeros((len(_BM25_FIELDS), n))
-        held = np.zeros((len(_COUNTED), n))
-        name_idf = np.zeros(n)
+        distinct = list(dict.fromkeys(found))
+        idf = self._idf[distinct]
+        idf_total = sum(idf.tolist())
         if not found or not n:
-            return FieldSums(bm25, held, name_idf, idf_total)
-        ids = np.array(found, dtype=np.int64)
-        starts, ends = self._starts[ids], self._starts[ids + 1]
-        lengths = ends - starts
-        total = int(lengths.sum())
-        offsets = np.cumsum(lengths) - lengths
-        index = np.arange(total) + np.repeat(starts - offsets, lengths)
-        slot = np.full(self.size, -1, dtype=np.int64)
-        slot[candidates] = np.arange(n)
-        mine = slot[self._positions[index]]
-        keep = mine >= 0
-        which = np.repeat(np.arange(len(ids)), lengths)[keep]
-        field = self._fields[index][keep]
-        mine = mine[keep]
-        values = self._values[index][keep]
-        scored = field < len(_BM25_FIELDS)
-        bm25 = np.bincount(field[scored] * n + mine[scored], values[scored], len(_BM25_FIELDS) * n)
-        once = ~scored & np.asarray(firsts, dtype=bool)[which]
-        counted = field[once] - len(_BM25_FIELDS)
-        held = np.bincount(counted * n + mine[once], minlength=len(_COUNTED) * n).astype(np.float64)
-        in_name = counted == _COUNTED.index("name")
-        name_idf = np.bincount(mine[once][in_name], self._idf[ids[which[once][in_name]]], n)
-        return FieldSums(bm25.reshape(-1, n), held.reshape(-1, n), name_idf, idf_total)
+            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
+        starts, keys, values = self._bm25
+        index, _ = self._slices(starts, found)  # every term, repeats too, in the query's order
+        bm25 = np.bincount(keys[index], values[index], len(_BM25_FIELDS) * size).reshape(-1, size)
+        starts, keys = self._counted
+        index, lengths = self._slices(starts, distinct)
+        chosen = keys[index]
+        held = np.bincount(chosen, minlength=len(_COUNTED) * size).reshape(-1, size)
+        name = slice(size, 2 * size)  # the name's keys, the second counted field
+        name_idf = np.bincount(chosen, np.repeat(idf, lengths), len(_COUNTED) * size)[name]
+        return FieldSums(
+            bm25[:, candidates], held[:, candidates].astype(np.float64), name_idf[candidates], idf_total
+        )
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
@@ -235,14 +234,14 @@ class FieldIndex:
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
-        _, server = np.unique(self.server_ids[candidates], return_inverse=True)
-        sizes = np.bincount(server)
-        best = np.zeros(len(sizes))
+        server, count = self.server_ids[candidates], self.server_count
+        best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        best_cosine = np.full(len(sizes), -np.inf)
+        best_cosine = np.full(count, -np.inf)
         np.maximum.at(best_cosine, server, cosine)
-        share = np.bincount(server, bm25) / max(float(bm25.sum()), 1e-9)
-        return [np.log(sizes[server]), best[server], share[server], best_cosine[server] - cosine.max()]
+        share = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
+        sizes = np.bincount(server, minlength=count)[server]
+        return [np.log(sizes), best[server], share, best_cosine[server] - cosine.max()]
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""

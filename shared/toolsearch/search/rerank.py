@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
@@ -74,9 +74,16 @@ class Linear:
     weights: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
+    folded: np.ndarray = field(init=False, repr=False, compare=False)  # weights / scale
+    offset: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # the centring and scaling folded into the weights, once
+        object.__setattr__(self, "folded", self.weights / self.scale)
+        object.__setattr__(self, "offset", -float((self.mean / self.scale) @ self.weights))
 
     def scores(self, matrix: np.ndarray) -> np.ndarray:
-        return ((matrix - self.mean) / self.scale) @ self.weights
+        """((matrix - mean) / scale) @ weights, as one product."""
+        return matrix @ self.folded + self.offset
 
 
 @dataclass(frozen=True)
@@ -105,12 +112,6 @@ def load_weights() -> RankerWeights | None:
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     top = scores[candidates].max(initial=0.0)
     return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
-
-
-def _pool_scaled(scores: np.ndarray) -> np.ndarray:
-    """`_scaled` of scores already taken for the candidates."""
-    top = scores.max(initial=0.0)
-    return scores / top if top > 0 else np.zeros(len(scores))
 
 
 def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
@@ -146,8 +147,8 @@ def features(
     count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
     matrix[:, 0] = _scaled(whole_scores, candidates)
-    for column, field in enumerate(sums.bm25, start=1):  # name, description, parameters
-        matrix[:, column] = _pool_scaled(field)
+    tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
+    matrix[:, 1:4] = (sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]).T
     held, in_name = sums.held[0], sums.held[1]
     matrix[:, 4], matrix[:, 5] = held / count, in_name / count
     matrix[:, 6] = in_name / fields.name_sizes[candidates]
@@ -173,7 +174,7 @@ def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int
         return []
     scores = ranker.scores(matrix)
     best = np.argsort(-scores, kind="stable")[:limit]  # candidates ascend: ties stay by position
-    return [Hit(int(candidates[i]), float(scores[i])) for i in best]
+    return [Hit(p, s) for p, s in zip(candidates[best].tolist(), scores[best].tolist(), strict=True)]
 
 
 CANDIDATES = 50  # from each ranking, before ranking their union
