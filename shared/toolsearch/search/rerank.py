@@ -4,14 +4,18 @@ BM25 and the embedding each propose their best candidates; the ranker then order
 by a weighted sum of features that say more than one score can: BM25 over the whole tool, and
 over its name, its description and its parameters apart; how many of the query's terms the tool
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
-best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked.
+best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
+and the tool's server among the candidates (how many of them it has, their best BM25 and cosine).
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
 The weights (`data/ranker.json`) were learned on the public benchmark's dev split
 (`tools/searchbench`, `python -m tools.searchbench train-ranker`), one set for hybrid search and
-one for BM25 alone; per query the work is a few numpy passes over the catalog and one small
-matrix product.
+one for BM25 alone. Per query the work is a few numpy passes over the candidates only (what the
+features need of each tool is indexed once per catalog, `search.fields`) and one small matrix
+product. A non-linear ranker (a one-hidden-layer network, boosted trees over the linear score)
+and margin features against the best other candidate were tried and not taken: they fit dev
+better but lost when a dev source was held out (tools/searchbench/README.md, "Choices").
 """
 
 from __future__ import annotations
