@@ -114,15 +114,20 @@ def load_weights() -> RankerWeights | None:
 
 
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    top = scores[candidates].max(initial=0.0)
-    return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
+    chosen = scores[candidates]
+    top = chosen.max(initial=0.0)
+    return chosen / top if top > 0 else np.zeros(len(candidates))
+
+
+_RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
 
 
 def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """1 / (2 + rank) of each candidate in one ranking's positions (best first), 0 when not in it."""
     inverse = np.zeros(len(candidates))
     where = np.searchsorted(candidates, ranked)  # candidates ascend and hold every ranked position
-    inverse[where] = 1.0 / (2.0 + np.arange(len(ranked)))
+    size = len(ranked)
+    inverse[where] = _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
     return inverse
 
 
