@@ -179,6 +179,28 @@ def test_the_server_features_group_the_candidates_by_server_prefix():
     assert best_cosine == pytest.approx([-0.2, -0.2, -0.4, -0.4, 0.0])
 
 
+def test_the_field_sums_are_each_fields_own_bm25_and_matches():
+    from toolsearch.search.lexical import build_lexical_index
+    from toolsearch.search.rerank import FieldIndex
+    from toolsearch.search.text import tokenize_query
+
+    catalog = Catalog.from_definitions(TOOLS + SERVERS)
+    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    candidates = np.array([5, 0, 3, len(catalog.tools) - 1, 2])  # any order
+    for query in ("create a calendar event event", "search notion pages with page size", "zzqx", ""):
+        terms = tokenize_query(query)
+        distinct = list(dict.fromkeys(terms))
+        sums = fields.sums(terms, candidates)
+        for row, index in enumerate((fields.name, fields.description, fields.parameters)):
+            assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
+        counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
+        for row, index in enumerate(counted):
+            assert np.array_equal(sums.held[row], index.term_matches(distinct)[candidates])
+        df = fields.whole.document_frequencies()  # IDF: log(1 + N / df) over the whole tool's text
+        idf = [np.log1p(len(catalog.tools) / df[t]) if t in df else 0.0 for t in distinct]
+        assert np.array_equal(sums.name_idf, fields.name.term_matches(distinct, idf)[candidates])
+
+
 class CountingEmbedder:
     """The real model, counting the texts it is asked to embed."""
 
