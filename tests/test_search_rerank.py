@@ -119,15 +119,15 @@ def extra_features(query):
     # In the order of SERVERS, whatever order the catalog keeps.
     candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
     values = fields.extra(tokenize_query(query), candidates)
-    extra = FEATURES[FEATURES.index("action_verb_asked") :]
+    extra = FEATURES[FEATURES.index("action_verb_asked") : FEATURES.index("near_duplicates") + 1]
     return dict(zip(extra, values, strict=True))
 
 
 def test_the_server_prefix_is_split_off_only_when_tools_share_it():
-    from toolsearch.search.rerank import _server_and_action
+    from toolsearch.search.fields import server_and_action
 
     names = [tool["name"] for tool in SERVERS]
-    assert _server_and_action(names) == [
+    assert server_and_action(names) == [
         ("weread", "get-weread-rank"),
         ("weread", "search_books"),
         ("notion", "search_pages"),
@@ -160,6 +160,45 @@ def test_the_idf_weighted_name_share_favours_rare_terms():
     f = extra_features("weread rank")
     assert f["name_idf_share"][0] == pytest.approx(1.0)
     assert 0 < f["name_idf_share"][1] < 1
+
+
+def test_the_server_features_group_the_candidates_by_server_prefix():
+    from toolsearch.search.lexical import build_lexical_index
+    from toolsearch.search.rerank import FieldIndex
+
+    catalog = Catalog.from_definitions(SERVERS)
+    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
+    bm25 = np.array([0.2, 0.6, 1.0, 0.0, 0.2])
+    cosine = np.array([0.5, 0.1, 0.3, 0.2, 0.7])
+    count, best, share, best_cosine = fields.servers(candidates, bm25, cosine)
+    # weread: the first two; notion: the next two; Travel_1_FindAttractions: alone.
+    assert np.exp(count).round().tolist() == [2, 2, 2, 2, 1]
+    assert best.tolist() == [0.6, 0.6, 1.0, 1.0, 0.2]
+    assert share == pytest.approx([0.8 / 2, 0.8 / 2, 1.0 / 2, 1.0 / 2, 0.2 / 2])
+    assert best_cosine == pytest.approx([-0.2, -0.2, -0.4, -0.4, 0.0])
+
+
+def test_the_field_sums_are_each_fields_own_bm25_and_matches():
+    from toolsearch.search.lexical import build_lexical_index
+    from toolsearch.search.rerank import FieldIndex
+    from toolsearch.search.text import tokenize_query
+
+    catalog = Catalog.from_definitions(TOOLS + SERVERS)
+    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    candidates = np.array([5, 0, 3, len(catalog.tools) - 1, 2])  # any order
+    for query in ("create a calendar event event", "search notion pages with page size", "zzqx", ""):
+        terms = tokenize_query(query)
+        distinct = list(dict.fromkeys(terms))
+        sums = fields.sums(terms, candidates)
+        for row, index in enumerate((fields.name, fields.description, fields.parameters)):
+            assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
+        counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
+        for row, index in enumerate(counted):
+            assert np.array_equal(sums.held[row], index.term_matches(distinct)[candidates])
+        df = fields.whole.document_frequencies()  # IDF: log(1 + N / df) over the whole tool's text
+        idf = [np.log1p(len(catalog.tools) / df[t]) if t in df else 0.0 for t in distinct]
+        assert np.array_equal(sums.name_idf, fields.name.term_matches(distinct, idf)[candidates])
 
 
 class CountingEmbedder:

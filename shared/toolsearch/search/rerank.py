@@ -4,34 +4,36 @@ BM25 and the embedding each propose their best candidates; the ranker then order
 by a weighted sum of features that say more than one score can: BM25 over the whole tool, and
 over its name, its description and its parameters apart; how many of the query's terms the tool
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
-best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked.
+best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
+and the tool's server among the candidates (how many of them it has, their best BM25 and cosine).
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
 The weights (`data/ranker.json`) were learned on the public benchmark's dev split
 (`tools/searchbench`, `python -m tools.searchbench train-ranker`), one set for hybrid search and
-one for BM25 alone; per query the work is a few numpy passes over the catalog and one small
-matrix product.
+one for BM25 alone. Per query the work is a few numpy passes over the candidates only (what the
+features need of each tool is indexed once per catalog, `search.fields`) and one small matrix
+product. A non-linear ranker (a one-hidden-layer network, boosted trees over the linear score)
+and margin features against the best other candidate were tried and not taken: they fit dev
+better but lost when a dev source was held out (tools/searchbench/README.md, "Choices").
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib import resources
 
 import numpy as np
 
-from toolsearch.catalogs.catalog import Tool
 from toolsearch.search import Embedder, Hit
-from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.embedding import EmbeddingIndex
+from toolsearch.search.fields import FieldIndex
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.text import tokenize, tokenize_query
+from toolsearch.search.text import tokenize_query
 
 __all__ = ["FEATURES", "FieldIndex", "Linear", "RankedIndex", "RankerWeights", "features", "load_weights"]
 
@@ -61,6 +63,11 @@ FEATURES = (
     "name_idf_share",  # IDF-weighted share of the query's terms in the name
     "name_phrase",  # the name's action terms appear in the query in order, side by side
     "near_duplicates",  # log of how many candidates share this tool's action name
+    # The tool's server (its name prefix shared by 2+ tools; else the tool alone) among the candidates:
+    "server_candidates",  # log of how many candidates it has
+    "server_best_bm25",  # its candidates' best `bm25`
+    "server_bm25_share",  # its candidates' share of all candidates' `bm25`
+    "server_best_cosine_gap",  # its candidates' best cosine minus the best candidate's
 )
 
 
@@ -71,9 +78,16 @@ class Linear:
     weights: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
+    folded: np.ndarray = field(init=False, repr=False, compare=False)  # weights / scale
+    offset: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:  # the centring and scaling folded into the weights, once
+        object.__setattr__(self, "folded", self.weights / self.scale)
+        object.__setattr__(self, "offset", -float((self.mean / self.scale) @ self.weights))
 
     def scores(self, matrix: np.ndarray) -> np.ndarray:
-        return ((matrix - self.mean) / self.scale) @ self.weights
+        """((matrix - mean) / scale) @ weights, as one product."""
+        return matrix @ self.folded + self.offset
 
 
 @dataclass(frozen=True)
@@ -99,144 +113,21 @@ def load_weights() -> RankerWeights | None:
     return RankerWeights(**linear)
 
 
-def _parameter_names(schema: object) -> list[str]:
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
-    return [name for name in properties if isinstance(name, str)] if isinstance(properties, Mapping) else []
-
-
-def _distinct_terms(text: str) -> list[str]:
-    return list(dict.fromkeys(tokenize(text)))
-
-
-_VERB_CLASSES = {
-    "read": "get fetch retriev read show view obtain return detail info",
-    "list": "list all enumer brows",
-    "create": "creat add new make insert post generat regist build",
-    "delete": "delet remov destroy drop cancel unsubscrib",
-    "update": "updat edit modifi chang set put patch renam",
-    "search": "search find queri lookup look seek filter",
-    "send": "send post share notifi email messag publish",
-}
-_VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
-_PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
-
-
-def _server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
-    """Each name's server prefix and the rest: split at the first "-", "__", "." or "/",
-    when two tools or more share that prefix (`get-weread-rank` alone keeps its whole name)."""
-    split = [(m.group(1), m.group(2)) if (m := _PREFIX.match(name)) else ("", name) for name in names]
-    counts: dict[str, int] = {}
-    for server, _ in split:
-        counts[server] = counts.get(server, 0) + 1
-    return [
-        (server, action) if server and counts[server] > 1 else ("", name)
-        for (server, action), name in zip(split, names, strict=True)
-    ]
-
-
-def _verb_class(terms: Sequence[str]) -> int:
-    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
-
-
-class FieldIndex:
-    """BM25 per field of each tool, and what the features need of each tool's name."""
-
-    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
-        names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
-        self.name = LexicalIndex(names)
-        descriptions = [tokenize(tool.description) for tool in tools]
-        self.description = LexicalIndex(descriptions)
-        self.parameters = LexicalIndex(
-            [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
-        )
-        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
-        self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
-        term_ids: dict[str, int] = {}
-        self.verbs = np.array(
-            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
-        )
-        self._verb_ids = term_ids
-        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
-        self.size = len(tools)
-        parts = _server_and_action([tool.name for tool in tools])
-        actions = [tokenize(name_words(action)) for _, action in parts]
-        self.action_verb_ids = np.array(
-            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
-        )
-        self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
-        self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
-        self.action_phrases = [" " + " ".join(a) + " " for a in actions]
-        action_ids: dict[tuple[str, ...], int] = {}
-        self.action_ids = np.array(
-            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
-        )
-        first_words = [tokenize(tool.description)[:3] for tool in tools]
-        self.verb_classes = np.array(
-            [
-                _verb_class(a[:1]) if _verb_class(a[:1]) >= 0 else _verb_class(w[:1])
-                for a, w in zip(actions, first_words, strict=True)
-            ]
-        )
-        servers = [_distinct_terms(name_words(server)) for server, _ in parts]
-        self.server = LexicalIndex(servers)
-        self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        self.parameter_names = LexicalIndex(
-            [
-                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
-                for tool in tools
-            ]
-        )
-        documents = max(len(tools), 1)
-        self._idf = {t: float(np.log1p(documents / df)) for t, df in whole.document_frequencies().items()}
-
-    def extra(self, terms: Sequence[str], candidates: np.ndarray) -> list[np.ndarray]:
-        """The features after `bm25_when_words_hit`, for these candidates only."""
-        distinct = list(dict.fromkeys(terms))
-        count = max(len(distinct), 1)
-        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
-        query_class = _verb_class(distinct)
-        tool_class = self.verb_classes[candidates]
-        agrees = np.where(tool_class == query_class, 1.0, -1.0)
-        if query_class < 0:
-            agrees[:] = 0.0
-        agrees[tool_class < 0] = 0.0
-        idf = [self._idf.get(t, 0.0) for t in distinct]
-        name_idf = self.name.term_matches(distinct, idf)[candidates] / (sum(idf) or 1.0)
-        # A phrase needs every action term held: only those few candidates are compared as text.
-        whole_action = self.action.term_matches(distinct)[candidates] >= self.action_sizes[candidates]
-        phrase = np.zeros(len(candidates))
-        text = " " + " ".join(terms) + " "
-        for i in np.flatnonzero(whole_action):
-            phrase[i] = self.action_phrases[candidates[i]] in text
-        actions = self.action_ids[candidates]
-        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
-        server = self.server.term_matches(distinct)[candidates] / self.server_sizes[candidates]
-        parameters = self.parameter_names.term_matches(distinct)[candidates] / count
-        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
-
-    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
-        """Whether each candidate's first name term is one of `terms`."""
-        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
-
-    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
-        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
-        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
-        asked[list(verb_ids)] = True
-        return asked
-
-
 def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    top = scores[candidates].max(initial=0.0)
-    return scores[candidates] / top if top > 0 else np.zeros(len(candidates))
+    chosen = scores[candidates]
+    top = chosen.max(initial=0.0)
+    return chosen / top if top > 0 else np.zeros(len(candidates))
+
+
+_RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
 
 
 def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """1 / (2 + rank) of each candidate in one ranking's positions (best first), 0 when not in it."""
     inverse = np.zeros(len(candidates))
     where = np.searchsorted(candidates, ranked)  # candidates ascend and hold every ranked position
-    inverse[where] = 1.0 / (2.0 + np.arange(len(ranked)))
+    size = len(ranked)
+    inverse[where] = _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
     return inverse
 
 
@@ -258,29 +149,32 @@ def features(
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     """
     lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
-    distinct = list(dict.fromkeys(terms))
-    columns = [_scaled(whole_scores, candidates)]
-    for index in (fields.name, fields.description, fields.parameters):
-        columns.append(_scaled(index.term_scores(terms), candidates))
-    held = fields.whole.term_matches(distinct)[candidates]
-    in_name = fields.name.term_matches(distinct)[candidates]
-    count = max(len(distinct), 1)
-    columns += [held / count, in_name / count, in_name / fields.name_sizes[candidates]]
-    columns.append(fields.verb_asked(terms, candidates))
-    columns.append(_rank_feature(lexical_positions, candidates))
-    if cosines is not None and len(candidates) and len(semantic_positions):
+    n = len(candidates)
+    matrix = np.zeros((n, len(FEATURES)))
+    if not n:
+        return matrix
+    count = max(len(dict.fromkeys(terms)), 1)
+    sums = fields.sums(terms, candidates)
+    matrix[:, 0] = _scaled(whole_scores, candidates)
+    tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
+    matrix[:, 1:4] = (sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]).T
+    held, in_name = sums.held[0], sums.held[1]
+    matrix[:, 4], matrix[:, 5] = held / count, in_name / count
+    matrix[:, 6] = in_name / fields.name_sizes[candidates]
+    matrix[:, 7] = fields.verb_asked(terms, candidates)
+    matrix[:, 8] = _rank_feature(lexical_positions, candidates)
+    if cosines is not None and len(semantic_positions):
         chosen = cosines[candidates].astype(np.float64)
         top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        columns += [chosen, chosen - chosen.max(), np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)]
-    else:
-        columns += [np.zeros(len(candidates))] * 3
-    columns.append(_rank_feature(semantic_positions, candidates))
-    columns.append(fields.description_length[candidates])
-    confidence = float(columns[4].max(initial=0.0))
-    columns += [columns[11] * (1.0 - confidence), columns[0] * confidence]
-    if len(candidates):
-        columns += fields.extra(terms, candidates)
-    return np.column_stack(columns) if len(candidates) else np.zeros((0, len(FEATURES)))
+        matrix[:, 9], matrix[:, 10] = chosen, chosen - chosen.max()
+        matrix[:, 11] = np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)
+    matrix[:, 12] = _rank_feature(semantic_positions, candidates)
+    matrix[:, 13] = fields.description_length[candidates]
+    confidence = float(matrix[:, 4].max())
+    matrix[:, 14], matrix[:, 15] = matrix[:, 11] * (1.0 - confidence), matrix[:, 0] * confidence
+    matrix[:, 16:23] = np.array(fields.extra(terms, candidates, sums)).T
+    matrix[:, 23:] = np.array(fields.servers(candidates, matrix[:, 0], matrix[:, 9])).T
+    return matrix
 
 
 def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int) -> list[Hit]:
@@ -288,8 +182,8 @@ def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int
     if not len(candidates):
         return []
     scores = ranker.scores(matrix)
-    best = np.lexsort((candidates, -scores))[:limit]
-    return [Hit(int(candidates[i]), float(scores[i])) for i in best]
+    best = np.argsort(-scores, kind="stable")[:limit]  # candidates ascend: ties stay by position
+    return [Hit(p, s) for p, s in zip(candidates[best].tolist(), scores[best].tolist(), strict=True)]
 
 
 CANDIDATES = 50  # from each ranking, before ranking their union

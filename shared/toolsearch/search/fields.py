@@ -1,0 +1,255 @@
+"""What the ranker's features need of each tool, indexed once per catalog (`search.rerank`).
+
+Each tool's fields apart: its name, description and parameters (each with its own BM25), its
+server prefix and the action after it, its parameter names. A query's terms are looked up once
+for every field together (`FieldIndex.sums`): one table holds every field's postings side by side,
+term after term, so a query gathers a few slices and adds them for its candidates only, never for
+the whole catalog. The sums are the ones each field's own `LexicalIndex` gives (the same values
+added in the same order), so the features do not depend on how they are gathered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsearch.catalogs.catalog import Tool
+from toolsearch.search.documents import name_words, schema_text
+from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.text import tokenize
+
+__all__ = ["FieldIndex", "FieldSums", "server_and_action"]
+
+
+def _parameter_names(schema: object) -> list[str]:
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return [name for name in properties if isinstance(name, str)] if isinstance(properties, Mapping) else []
+
+
+def _distinct_terms(text: str) -> list[str]:
+    return list(dict.fromkeys(tokenize(text)))
+
+
+_VERB_CLASSES = {
+    "read": "get fetch retriev read show view obtain return detail info",
+    "list": "list all enumer brows",
+    "create": "creat add new make insert post generat regist build",
+    "delete": "delet remov destroy drop cancel unsubscrib",
+    "update": "updat edit modifi chang set put patch renam",
+    "search": "search find queri lookup look seek filter",
+    "send": "send post share notifi email messag publish",
+}
+_VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
+_PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
+
+
+def server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
+    """Each name's server prefix and the rest: split at the first "-", "__", "." or "/",
+    when two tools or more share that prefix (`get-weread-rank` alone keeps its whole name)."""
+    split = [(m.group(1), m.group(2)) if (m := _PREFIX.match(name)) else ("", name) for name in names]
+    counts: dict[str, int] = {}
+    for server, _ in split:
+        counts[server] = counts.get(server, 0) + 1
+    return [
+        (server, action) if server and counts[server] > 1 else ("", name)
+        for (server, action), name in zip(split, names, strict=True)
+    ]
+
+
+def verb_class(terms: Sequence[str]) -> int:
+    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
+
+
+# The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
+# included, as `LexicalIndex.term_scores`), the rest counted (each distinct term once).
+_BM25_FIELDS = ("name", "description", "parameters")
+_COUNTED = ("whole", "name", "action", "server", "parameter_names")
+_TABLE = _BM25_FIELDS + _COUNTED
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSums:
+    """One query's sums for its candidates, in the candidates' order."""
+
+    bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
+    held: np.ndarray  # (5 x candidates): distinct query terms held by the whole tool, name, action,
+    #                   server prefix, parameter names
+    name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
+    idf_total: float  # the IDF of every distinct query term, summed
+
+
+class FieldIndex:
+    """BM25 per field of each tool, and what the features need of each tool's name."""
+
+    def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
+        names = [_distinct_terms(name_words(tool.name) + " " + tool.title) for tool in tools]
+        self.name = LexicalIndex(names)
+        descriptions = [tokenize(tool.description) for tool in tools]
+        self.description = LexicalIndex(descriptions)
+        self.parameters = LexicalIndex(
+            [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
+        )
+        self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
+        self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
+        term_ids: dict[str, int] = {}
+        self.verbs = np.array(
+            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
+        )
+        self._verb_ids = term_ids
+        self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
+        self.size = len(tools)
+        parts = server_and_action([tool.name for tool in tools])
+        actions = [tokenize(name_words(action)) for _, action in parts]
+        self.action_verb_ids = np.array(
+            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
+        )
+        self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
+        self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
+        self.action_phrases = [" " + " ".join(a) + " " for a in actions]
+        action_ids: dict[tuple[str, ...], int] = {}
+        self.action_ids = np.array(
+            [action_ids.setdefault(tuple(a), len(action_ids)) for a in actions], dtype=np.int64
+        )
+        first_words = [tokenize(tool.description)[:3] for tool in tools]
+        self.verb_classes = np.array(
+            [
+                verb_class(a[:1]) if verb_class(a[:1]) >= 0 else verb_class(w[:1])
+                for a, w in zip(actions, first_words, strict=True)
+            ]
+        )
+        servers = [_distinct_terms(name_words(server)) for server, _ in parts]
+        server_ids: dict[str, int] = {}  # a tool without a server prefix is its own server
+        self.server_ids = np.array(
+            [server_ids.setdefault(s or f"\0{i}", len(server_ids)) for i, (s, _) in enumerate(parts)],
+            dtype=np.int64,
+        )
+        self.server_count = len(server_ids)
+        self.server = LexicalIndex(servers)
+        self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
+        self.parameter_names = LexicalIndex(
+            [
+                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
+                for tool in tools
+            ]
+        )
+        self._table()
+
+    def _table(self) -> None:
+        """Every field's postings in two tables by term, a query term's slice holding all its fields':
+        one of the BM25 fields (with each posting's contribution), one of the counted fields."""
+        ids: dict[str, int] = {}
+        for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
+            for term in getattr(self, field)._term_ids:
+                ids.setdefault(term, len(ids))
+        self._term_ids = ids
+        self._bm25 = self._postings(_BM25_FIELDS)
+        self._counted = self._postings(_COUNTED)[:2]
+        documents = max(self.size, 1)
+        whole_counts = np.zeros(len(ids), dtype=np.int64)
+        counts = np.diff(self.whole._starts)
+        for term_name, i in self.whole._term_ids.items():
+            whole_counts[ids[term_name]] = counts[i]
+        with np.errstate(divide="ignore"):
+            idf = np.log1p(documents / whole_counts)
+        self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
+
+    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """These fields' postings by term (stable: by field, then position, within a term): the
+        starts of each term's, each posting's key (field x catalog size + position), its value."""
+        terms, keys, values = [], [], []
+        for field, name in enumerate(names):
+            index = getattr(self, name)
+            union = np.fromiter((self._term_ids[t] for t in index._term_ids), np.int64, len(index._term_ids))
+            terms.append(np.repeat(union, np.diff(index._starts)))
+            keys.append(field * self.size + index._positions.astype(np.int64))
+            values.append(index._contributions)
+        term = np.concatenate(terms)
+        order = np.argsort(term, kind="stable")
+        starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
+        return starts, np.concatenate(keys)[order], np.concatenate(values)[order]
+
+    @staticmethod
+    def _slices(starts: np.ndarray, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The postings of these term ids, term after term: their indexes, and how many each has."""
+        chosen = np.array(ids, dtype=np.int64)
+        first = starts[chosen]
+        lengths = starts[chosen + 1] - first
+        return np.arange(int(lengths.sum())) + np.repeat(
+            first - (np.cumsum(lengths) - lengths), lengths
+        ), lengths
+
+    def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
+        """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
+        n, size = len(candidates), self.size
+        get = self._term_ids.get
+        found = [t for t in (get(term, -1) for term in terms) if t >= 0]
+        distinct = list(dict.fromkeys(found))
+        idf = self._idf[distinct]
+        idf_total = sum(idf.tolist())
+        if not found or not n:
+            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
+        starts, keys, values = self._bm25
+        index, _ = self._slices(starts, found)  # every term, repeats too, in the query's order
+        bm25 = np.bincount(keys[index], values[index], len(_BM25_FIELDS) * size).reshape(-1, size)
+        starts, keys = self._counted
+        index, lengths = self._slices(starts, distinct)
+        chosen = keys[index]
+        held = np.bincount(chosen, minlength=len(_COUNTED) * size).reshape(-1, size)
+        name = slice(size, 2 * size)  # the name's keys, the second counted field
+        name_idf = np.bincount(chosen, np.repeat(idf, lengths), len(_COUNTED) * size)[name]
+        return FieldSums(
+            bm25[:, candidates], held[:, candidates].astype(np.float64), name_idf[candidates], idf_total
+        )
+
+    def extra(
+        self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
+    ) -> list[np.ndarray]:
+        """The features after `bm25_when_words_hit`, for these candidates only."""
+        found = self.sums(terms, candidates) if sums is None else sums
+        distinct = list(dict.fromkeys(terms))
+        count = max(len(distinct), 1)
+        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
+        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
+        query_class = verb_class(distinct)
+        tool_class = self.verb_classes[candidates]
+        agrees = np.where(tool_class == query_class, 1.0, -1.0)
+        if query_class < 0:
+            agrees[:] = 0.0
+        agrees[tool_class < 0] = 0.0
+        _, _, action, server, parameter_names = found.held
+        name_idf = found.name_idf / (found.idf_total or 1.0)
+        # A phrase needs every action term held: only those few candidates are compared as text.
+        phrase = np.zeros(len(candidates))
+        text = " " + " ".join(terms) + " "
+        for i in np.flatnonzero(action >= self.action_sizes[candidates]):
+            phrase[i] = self.action_phrases[candidates[i]] in text
+        actions = self.action_ids[candidates]
+        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
+        server = server / self.server_sizes[candidates]
+        parameters = parameter_names / count
+        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
+
+    def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
+        """The features of each candidate's server among the candidates (`server_candidates` on)."""
+        server, count = self.server_ids[candidates], self.server_count
+        best = np.zeros(count)
+        np.maximum.at(best, server, bm25)
+        best_cosine = np.full(count, -np.inf)
+        np.maximum.at(best_cosine, server, cosine)
+        share = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
+        sizes = np.bincount(server, minlength=count)[server]
+        return [np.log(sizes), best[server], share, best_cosine[server] - cosine.max()]
+
+    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
+        """Whether each candidate's first name term is one of `terms`."""
+        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
+        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
+
+    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
+        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
+        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
+        asked[list(verb_ids)] = True
+        return asked
