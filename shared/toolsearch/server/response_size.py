@@ -23,6 +23,8 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from toolsearch.service.results import StructuredResult
+
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
 LAMBDA_ENVELOPE_BYTES = 8_192
@@ -30,9 +32,38 @@ LAMBDA_ENVELOPE_BYTES = 8_192
 _UTF8_RUNTIMES = ("python3.12", "python3.13", "python3.14", "python3.15")
 
 
-def body_text(value: Any) -> str:
-    """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def body_text(value: Any, allow_nan: bool = True) -> str:
+    """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept).
+
+    A response whose result is a structured result gets that result's kept JSON written in as
+    its structuredContent (the same text, not encoded a second time: `_with_kept_json`).
+    """
+    result = value.get("result") if type(value) is dict else None
+    kept = result.data_text() if isinstance(result, StructuredResult) else None
+    if kept is not None:
+        text = _with_kept_json(value, result, kept, allow_nan)
+        if text is not None:
+            return text
+    return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+
+
+# A string JSON writes only escaped, standing where the kept JSON goes; found exactly once, it is
+# the one put there (another one anywhere, an id say, and the answer is encoded whole instead).
+_HOLE = "\x00kept structuredContent\x00"
+_HOLE_JSON = json.dumps(_HOLE)
+
+
+def _with_kept_json(
+    message: dict[str, Any], result: StructuredResult, kept: str, allow_nan: bool
+) -> str | None:
+    if not allow_nan and ("NaN" in kept or "Infinity" in kept):
+        return None  # perhaps a constant JSON lacks: encoded whole, it fails as it always did
+    holed = {**message, "result": {**result, "structuredContent": _HOLE}}
+    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    head, hole, tail = text.partition(_HOLE_JSON)
+    if not hole or _HOLE_JSON in tail:
+        return None
+    return head + kept + tail
 
 
 class JsonAnswer(JSONResponse):
@@ -44,7 +75,7 @@ class JsonAnswer(JSONResponse):
     """
 
     def render(self, content: Any) -> bytes:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = body_text(content, allow_nan=False)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:

@@ -122,11 +122,15 @@ class StructuredResult(dict[str, Any]):
     character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
     """
 
-    __slots__ = ("text",)
+    __slots__ = ("data", "text")
 
     def __init__(self, data: dict[str, Any], text: str) -> None:
         super().__init__(content=[text_content(text)], structuredContent=data, isError=False)
-        self.text = text
+        self.data, self.text = data, text
+
+    def data_text(self) -> str | None:
+        """The compact JSON of its structuredContent, kept (None once that is another object)."""
+        return self.text if self.get("structuredContent") is self.data else None
 
     def most_chars(self) -> int | None:
         """At most how many characters its compact JSON takes; None once it no longer holds just that."""
