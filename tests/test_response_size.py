@@ -135,3 +135,29 @@ def test_the_kept_json_is_not_trusted_where_it_could_differ():
     assert body_text({"jsonrpc": "2.0", "id": 1, "result": replaced}).count('"b":2') == 1
     with pytest.raises(ValueError):  # NaN is not JSON: refused as before
         JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": structured_result({"x": float("nan")})})
+
+
+@pytest.mark.parametrize("execution_env", RUNTIMES)
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(text, json_values, max_size=3), min_size=0, max_size=3), st.integers() | text)
+def test_a_fitted_results_bytes_when_shaped_are_known_exactly(execution_env, blocks, request_id):
+    from toolsearch.server.endpoint import ERAS
+    from toolsearch.service.results import ResultBudget
+
+    size = ResponseSize.lambda_runtime(execution_env)
+    for era in ERAS.values():
+        fitted = ResultBudget(size.limit, size.of).fit({"content": blocks, "isError": False})
+        shaped, known = size.shaped(era.reply, fitted)
+        message = {"jsonrpc": "2.0", "id": request_id, "result": shaped}
+        assert known is not None
+        assert size.of({"jsonrpc": "2.0", "id": request_id, "result": {}}) - 2 + known == size.of(message)
+
+
+def test_a_shaping_that_replaces_a_field_leaves_the_bytes_unknown():
+    from toolsearch.server.endpoint import ERAS
+    from toolsearch.service.results import ResultBudget
+
+    size = ResponseSize.lambda_runtime("AWS_Lambda_python3.13")
+    fitted = ResultBudget(size.limit, size.of).fit({"content": [], "_meta": {"upstream": 1}})
+    assert size.shaped(ERAS[True].reply, fitted)[1] is None  # _meta merged with the server's identity
+    assert ResponseSize.local().shaped(ERAS[True].reply, {"content": []})[1] is None  # nothing limits

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse
 
-from toolsearch.service.results import StructuredResult
+from toolsearch.service.results import ResultBudget, StructuredResult
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -122,3 +123,26 @@ class ResponseSize:
         outside = len(text) - len(text.encode("ascii", "ignore")) + text.count("\x7f")
         astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
         return len(text) + escaped + 5 * outside + 6 * astral
+
+    def shaped(
+        self, reply: Callable[[dict[str, Any]], dict[str, Any]], result: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        """`reply(result)` (a result shaped as its era carries it), and at most how many bytes that
+        takes in the answer when it is known without serialising it, else None. Known: what a
+        budget of this count knew of the result (`ResultBudget.bound`: measured, or a structured
+        result's bound), read before the shaping, plus the bytes of the fields the shaping added
+        after the result's own, counted exactly. A field replaced or dropped leaves it unknown."""
+        known = None if self.limit is None else ResultBudget(self.limit, self.of).bound(result)
+        if known is None:
+            return reply(result), None
+        before = [(key, id(value)) for key, value in result.items()]
+        shaped = reply(result)  # in place (2026-07-28) or a copy (handshake)
+        after = list(shaped.items())
+        if [(key, id(value)) for key, value in after[: len(before)]] != before:
+            return shaped, None
+        added = dict(after[len(before) :])
+        if not added:
+            return shaped, known
+        # The added fields' JSON is a dict of them less its braces, after a comma if the result had
+        # fields of its own: a brace and a comma take one byte in every count.
+        return shaped, known + self.of(added) - 2 + (1 if before else 0)
