@@ -153,9 +153,11 @@ def json_size(value: Any) -> int:
 class Fitted(dict[str, Any]):
     """A tool result a `ResultBudget` held to its bytes, as it is (a copy of its top level) or cut.
 
-    `measured` is the bytes it took as `size` counts them, or None when that is not known (a cut
-    result: its kept blocks are measured, its note and `_meta` are not); `cut` says whether it was
-    cut. A later budget of the same count trusts `bound()` instead of serialising it again.
+    `measured` is the bytes it took as `size` counts them (at most: a batch's combined answer is
+    given the sum of its parts' figures and its labels, `batch_bound`), or None when that is not
+    known (a cut result: its kept blocks are measured, its note and `_meta` are not); `cut` says
+    whether it was cut. A later budget of the same count trusts `bound()` instead of serialising it
+    again.
     """
 
     __slots__ = ("_shape", "cut", "measured", "size")
@@ -222,6 +224,24 @@ class ResultBudget:
                 return result
             return Fitted(result, total, self.size, was_cut(result))
         return Fitted(_cut_result(result, total, self.max_bytes, self.size), None, self.size, True)
+
+
+def batch_bound(budget: ResultBudget, labels: list[dict[str, Any]], parts: list[list[dict[str, Any]]]) -> int:
+    """At most how many bytes a batch's combined answer takes (`{"content": [...], "isError": ...}`),
+    as `budget` counts them, without serialising it: the empty answer, each label block and the
+    comma before it, and each part, a call's result, by what its budget knew of it (the whole
+    result's bytes hold its blocks and a comma before each) or, unknown, its blocks measured."""
+    total = budget.size({"content": [], "isError": False})  # "false": never shorter than "true"
+    for label in labels:
+        total += budget.size(label) + 1
+    for part in parts:
+        total += part_bound(budget, part)
+    return total
+
+
+def part_bound(budget: ResultBudget, part: Any) -> int:
+    known = budget.bound(part) if isinstance(part, dict) else None
+    return known if known is not None else budget.size(part)
 
 
 def was_cut(result: dict[str, Any]) -> bool:
