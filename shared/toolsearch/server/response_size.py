@@ -40,8 +40,7 @@ def body_text(value: Any, allow_nan: bool = True) -> str:
     its structuredContent (the same text, not encoded a second time: `_with_kept_json`).
     """
     result = value.get("result") if type(value) is dict else None
-    kept = result.data_text() if isinstance(result, StructuredResult) else None
-    if kept is not None:
+    if isinstance(result, StructuredResult) and (kept := result.data_text()) is not None:
         text = _with_kept_json(value, result, kept, allow_nan)
         if text is not None:
             return text
