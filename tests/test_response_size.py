@@ -114,25 +114,31 @@ def _plain(value: Any) -> str:
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(text, json_values, max_size=4), json_values, st.integers() | text)
 def test_a_structured_results_kept_json_is_written_as_encoding_it_would(data, meta, request_id):
-    from toolsearch.service.results import structured_result
+    from toolsearch.service.results import kept_list, structured_result
 
     result = structured_result(data)
     result["_meta"] = {"kept": meta}  # a reply shaped for its era, after the result was made
     message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    listing = {"jsonrpc": "2.0", "id": request_id, "result": {"tools": kept_list([data, meta]), "ttlMs": 1}}
 
-    assert body_text(message) == _plain(message)
-    assert JsonAnswer(message).body == _plain(message).encode()
+    for answer in (message, listing):
+        assert body_text(answer) == _plain(answer)
+        assert JsonAnswer(answer).body == _plain(answer).encode()
 
 
 def test_the_kept_json_is_not_trusted_where_it_could_differ():
-    from toolsearch.server.response_size import _HOLE
-    from toolsearch.service.results import structured_result
+    from toolsearch.service.results import kept_list, structured_result
 
-    hole_as_id = {"jsonrpc": "2.0", "id": _HOLE, "result": structured_result({"a": 1})}
+    hole = "\x00kept structuredContent\x00"  # where the kept JSON goes
+    hole_as_id = {"jsonrpc": "2.0", "id": hole, "result": structured_result({"a": 1})}
     assert body_text(hole_as_id) == _plain(hole_as_id)  # the hole twice: encoded whole
     replaced = structured_result({"a": 1})
     replaced["structuredContent"] = {"b": 2}
     assert body_text({"jsonrpc": "2.0", "id": 1, "result": replaced}).count('"b":2') == 1
+    tools = kept_list([{"name": "a"}])
+    tools.append({"name": "b"})  # holds another item than its JSON: encoded as it is
+    listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}
+    assert body_text(listing) == _plain(listing)
     with pytest.raises(ValueError):  # NaN is not JSON: refused as before
         JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": structured_result({"x": float("nan")})})
 

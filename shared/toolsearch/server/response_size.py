@@ -24,7 +24,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from toolsearch.service.results import ResultBudget, StructuredResult
+from toolsearch.service.results import KeptList, ResultBudget, StructuredResult
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -36,34 +36,52 @@ _UTF8_RUNTIMES = ("python3.12", "python3.13", "python3.14", "python3.15")
 def body_text(value: Any, allow_nan: bool = True) -> str:
     """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept).
 
-    A response whose result is a structured result gets that result's kept JSON written in as
-    its structuredContent (the same text, not encoded a second time: `_with_kept_json`).
+    A result's parts that keep their JSON (a structured result's structuredContent, the five tools'
+    definitions in tools/list) are written in as that text, not encoded a second time.
     """
     result = value.get("result") if type(value) is dict else None
-    if isinstance(result, StructuredResult) and (kept := result.data_text()) is not None:
+    if isinstance(result, dict) and (kept := _kept_parts(result)):
         text = _with_kept_json(value, result, kept, allow_nan)
         if text is not None:
             return text
     return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
 
 
-# A string JSON writes only escaped, standing where the kept JSON goes; found exactly once, it is
-# the one put there (another one anywhere, an id say, and the answer is encoded whole instead).
-_HOLE = "\x00kept structuredContent\x00"
-_HOLE_JSON = json.dumps(_HOLE)
+def _kept_parts(result: dict[str, Any]) -> dict[str, str]:
+    kept: dict[str, str] = {}
+    if isinstance(result, StructuredResult) and (text := result.data_text()) is not None:
+        kept["structuredContent"] = text
+    for key, value in result.items():
+        if isinstance(value, KeptList) and (text := value.kept_text()) is not None:
+            kept[key] = text
+    return kept
 
 
 def _with_kept_json(
-    message: dict[str, Any], result: StructuredResult, kept: str, allow_nan: bool
+    message: dict[str, Any], result: dict[str, Any], kept: dict[str, str], allow_nan: bool
 ) -> str | None:
-    if not allow_nan and ("NaN" in kept or "Infinity" in kept):
-        return None  # perhaps a constant JSON lacks: encoded whole, it fails as it always did
-    holed = {**message, "result": {**result, "structuredContent": _HOLE}}
-    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
-    head, hole, tail = text.partition(_HOLE_JSON)
-    if not hole or _HOLE_JSON in tail:
+    """The message encoded with a hole where each kept part goes, then the parts written in. A hole
+    is a string JSON writes only escaped; found exactly once, it is the one put there (found again
+    anywhere, an id say, the message is encoded whole instead, as is one a constant JSON lacks
+    could be in: encoded whole, it fails as it always did)."""
+    if not allow_nan and any("NaN" in text or "Infinity" in text for text in kept.values()):
         return None
-    return head + kept + tail
+    holes = {key: f"\x00kept {key}\x00" for key in kept}
+    holed = {**message, "result": {**result, **holes}}
+    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    spots = []
+    for key, hole in holes.items():
+        written = json.dumps(hole)
+        at = text.find(written)
+        if at < 0 or text.find(written, at + 1) >= 0:
+            return None
+        spots.append((at, at + len(written), kept[key]))
+    parts, done = [], 0
+    for start, end, part in sorted(spots):
+        parts += [text[done:start], part]
+        done = end
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 class JsonAnswer(JSONResponse):

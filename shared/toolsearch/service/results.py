@@ -142,6 +142,24 @@ class StructuredResult(dict[str, Any]):
         return 7 * len(self.text) + _MOST_CHARS_AROUND
 
 
+class KeptList(list[Any]):
+    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)."""
+
+    __slots__ = ("_items", "text")
+
+    def __init__(self, items: list[Any], text: str) -> None:
+        super().__init__(items)
+        self._items, self.text = [id(item) for item in items], text
+
+    def kept_text(self) -> str | None:
+        """Its JSON, kept; None once it holds other items than it was made with."""
+        return self.text if [id(item) for item in self] == self._items else None
+
+
+def kept_list(items: list[Any]) -> KeptList:
+    return KeptList(items, _json(items))
+
+
 def structured_result(data: dict[str, Any]) -> dict[str, Any]:
     return StructuredResult(data, _json(data))
 
