@@ -330,6 +330,8 @@ def _as_modern(result: dict[str, Any]) -> dict[str, Any]:
 
 def _as_legacy(result: dict[str, Any]) -> dict[str, Any]:
     """A handshake-era reply: without the fields of 2026-07-28, even those an upstream's result had."""
+    if "_meta" not in result and not any(key in result for key in MODERN_RESULT_FIELDS):
+        return result  # nothing to drop: the result itself (a structured result keeps its JSON)
     legacy = {key: value for key, value in result.items() if key not in MODERN_RESULT_FIELDS}
     meta = legacy.get("_meta")
     if isinstance(meta, dict) and P.META_SERVER_INFO in meta:
