@@ -105,3 +105,65 @@ def test_a_progress_stream_counts_its_events_as_the_runtime_writes_them(executio
         body = events.decode() + EVENT_PREFIX + EVENT_SUFFIX  # and the framing of the response's event
         written = len(to_json({"body": body}).encode()) - len(to_json({"body": ""}).encode())
     assert stream.room_taken == written
+
+
+def _plain(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(text, json_values, max_size=4), json_values, st.integers() | text)
+def test_a_structured_results_kept_json_is_written_as_encoding_it_would(data, meta, request_id):
+    from toolsearch.service.results import kept_list, structured_result
+
+    result = structured_result(data)
+    result["_meta"] = {"kept": meta}  # a reply shaped for its era, after the result was made
+    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    listing = {"jsonrpc": "2.0", "id": request_id, "result": {"tools": kept_list([data, meta]), "ttlMs": 1}}
+
+    for answer in (message, listing):
+        assert body_text(answer) == _plain(answer)
+        assert JsonAnswer(answer).body == _plain(answer).encode()
+
+
+def test_the_kept_json_is_not_trusted_where_it_could_differ():
+    from toolsearch.service.results import kept_list, structured_result
+
+    hole = "\x00kept structuredContent\x00"  # where the kept JSON goes
+    hole_as_id = {"jsonrpc": "2.0", "id": hole, "result": structured_result({"a": 1})}
+    assert body_text(hole_as_id) == _plain(hole_as_id)  # the hole twice: encoded whole
+    replaced = structured_result({"a": 1})
+    replaced["structuredContent"] = {"b": 2}
+    assert body_text({"jsonrpc": "2.0", "id": 1, "result": replaced}).count('"b":2') == 1
+    tools = kept_list([{"name": "a"}])
+    tools.append({"name": "b"})  # holds another item than its JSON: encoded as it is
+    listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}
+    assert body_text(listing) == _plain(listing)
+    with pytest.raises(ValueError):  # NaN is not JSON: refused as before
+        JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": structured_result({"x": float("nan")})})
+
+
+@pytest.mark.parametrize("execution_env", RUNTIMES)
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.dictionaries(text, json_values, max_size=3), min_size=0, max_size=3), st.integers() | text)
+def test_a_fitted_results_bytes_when_shaped_are_known_exactly(execution_env, blocks, request_id):
+    from toolsearch.server.endpoint import ERAS
+    from toolsearch.service.results import ResultBudget
+
+    size = ResponseSize.lambda_runtime(execution_env)
+    for era in ERAS.values():
+        fitted = ResultBudget(size.limit, size.of).fit({"content": blocks, "isError": False})
+        shaped, known = size.shaped(era.reply, fitted)
+        message = {"jsonrpc": "2.0", "id": request_id, "result": shaped}
+        assert known is not None
+        assert size.of({"jsonrpc": "2.0", "id": request_id, "result": {}}) - 2 + known == size.of(message)
+
+
+def test_a_shaping_that_replaces_a_field_leaves_the_bytes_unknown():
+    from toolsearch.server.endpoint import ERAS
+    from toolsearch.service.results import ResultBudget
+
+    size = ResponseSize.lambda_runtime("AWS_Lambda_python3.13")
+    fitted = ResultBudget(size.limit, size.of).fit({"content": [], "_meta": {"upstream": 1}})
+    assert size.shaped(ERAS[True].reply, fitted)[1] is None  # _meta merged with the server's identity
+    assert ResponseSize.local().shaped(ERAS[True].reply, {"content": []})[1] is None  # nothing limits

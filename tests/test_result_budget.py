@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from toolsearch.server.response_size import ResponseSize
 from toolsearch.service.results import (
     Fitted,
     ResultBudget,
     StructuredResult,
+    batch_bound,
     limit_result,
     structured_result,
     was_cut,
@@ -108,3 +111,37 @@ def test_a_cut_result_stays_known_as_cut_when_a_later_budget_passes_it():
     cut = share.fit(upstream_result("z" * 20_000))
     again = ResultBudget(5_000_000, size).fit(cut)
     assert was_cut(again) and again == cut and again.bound() is not None
+
+
+@pytest.mark.parametrize("size", [ResponseSize.local(), LAMBDA, ResponseSize.lambda_runtime("")])
+def test_a_batchs_combined_answer_takes_at_most_its_bound(size):
+    budget = ResultBudget(5_000_000, size.of)
+    share = budget.share(3, 500)
+    parts = [
+        share.fit(upstream_result('a "quoted" žėų 😀 ' * 50)),
+        structured_result({"rows": ['"x"\\'] * 20}),
+        {"content": [], "structuredContent": {"a": 1}, "isError": True},  # made a block in the answer
+    ]
+    labels = [{"type": "text", "text": f"[{n}] tool_{n}: ok"} for n in (1, 2, 3)]
+    content: list[Any] = []
+    for label, part in zip(labels, parts, strict=True):
+        content += [label, *(part["content"] or [structured_result(part["structuredContent"])["content"][0]])]
+    shown = [part if part["content"] else [content[-1]] for part in parts]
+
+    for failed in (True, False):
+        combined = {"content": content, "isError": failed}
+        assert size.of(combined) <= batch_bound(budget, labels, shown)
+
+
+def test_a_batch_within_its_budget_is_not_measured_again_as_a_whole():
+    counted = Counted()
+    budget = ResultBudget(5_000_000, counted)
+    share = budget.share(2, 500)
+    parts = [share.fit(upstream_result("one")), share.fit(upstream_result("two"))]
+    labels = [{"type": "text", "text": "[1] a: ok"}, {"type": "text", "text": "[2] b: ok"}]
+    counted.measured = 0
+    known = batch_bound(budget, labels, parts)
+    combined = Fitted({"content": [], "isError": False}, known, counted, cut=False)
+
+    assert counted.measured == 3  # the empty answer and the two labels, not the parts again
+    assert budget.fit(combined) is combined and counted.measured == 3

@@ -128,3 +128,25 @@ def test_prompt_requests_on_a_connection_idle_between_them_are_untouched(server)
         sock.sendall(BODY[10:])
         head, reply = _read_response(sock)
         assert head.startswith(b"HTTP/1.1 200") and reply["result"]["tools"]
+
+
+def test_headers_past_h11s_bound_get_its_400_at_once_on_the_c_parser_too(server):
+    from toolsearch.server.local_server import HttpToolsHeaderDeadlineProtocol
+
+    assert issubclass(uvicorn_options(Settings())["http"], HttpToolsHeaderDeadlineProtocol)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=GIVE_UP) as sock:
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 20_000)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 400")  # well before the deadline: the connection closed
+
+
+def test_a_large_request_in_one_read_is_answered(server):
+    body = json.dumps({**LIST["json"], "params": {"_meta": {"pad": "x" * 60_000}}}).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=GIVE_UP) as sock:
+        sock.sendall(_request("POST", "/mcp", body))
+        head, reply = _read_response(sock)
+
+    assert head.startswith(b"HTTP/1.1 200") and reply["result"]["tools"]

@@ -70,7 +70,9 @@ def authorization(token_env: str | None, environ: Any = os.environ) -> str | Non
     return value if scheme in ("bearer", "basic", "dpop") and " " in value else f"Bearer {value}"
 
 
-def _check(reply: Any, token_env: str | None) -> dict[str, Any]:
+def answer_body(reply: Any, token_env: str | None) -> dict[str, Any]:
+    """The JSON body of a proxy's 200 answer; any other answer as a `CatalogCliError` saying why
+    (the proxy's own message, where to put a token, a server without /catalog)."""
     try:
         body = reply.json()
     except ValueError:
@@ -102,7 +104,7 @@ def fetch_catalog(http: Any, base: str, token_env: str | None, max_pages: int = 
     params: dict[str, str] = {"limit": str(PAGE)}
     seen: set[str] = set()
     for _ in range(max_pages):
-        body = _check(http.get(base + "/catalog", params=params), token_env)
+        body = answer_body(http.get(base + "/catalog", params=params), token_env)
         listing.last = body
         tools = body.get("tools")
         page = [row for row in tools if isinstance(row, dict)] if isinstance(tools, list) else []
@@ -151,7 +153,7 @@ def refresh(http: Any, base: str, token_env: str | None) -> str:
     if reply.status_code == 429:
         wait = printable(reply.headers.get("retry-after", "a few"))
         return f"refreshed moments ago; listing the current catalog (retry in {wait} s)"
-    body = _check(reply, token_env)
+    body = answer_body(reply, token_env)
     if "added" not in body:
         return "refreshed from the upstream"
     changes = f"{len(body['added'])} added, {len(body['removed'])} removed"

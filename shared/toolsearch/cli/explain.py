@@ -18,7 +18,13 @@ from typing import Any
 from toolsearch import settings as settings_module
 from toolsearch.catalogs.catalog import Catalog
 from toolsearch.catalogs.printable import printable
-from toolsearch.cli.catalog import CatalogCliError, _check, add_catalog_arguments, authorization, base_url
+from toolsearch.cli.catalog import (
+    CatalogCliError,
+    add_catalog_arguments,
+    answer_body,
+    authorization,
+    base_url,
+)
 from toolsearch.errors import ToolsearchError
 from toolsearch.ops.files import read_at_most
 
@@ -151,7 +157,7 @@ def _ask_proxy(
             reply = http.request(method, base + path, json=body)
     except httpx.HTTPError as exc:
         raise CatalogCliError(f"cannot reach {base}: {type(exc).__name__}") from exc
-    return _check(reply, args.token_env)
+    return answer_body(reply, args.token_env)
 
 
 def run_explain(args: argparse.Namespace) -> int:

@@ -127,9 +127,21 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not JSON")
 
 
+# One decoder for every message: `json.loads` with an option builds a decoder (and its scanner) a call.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
 def loads_json(raw: bytes | str) -> Any:
-    """JSON as the wire allows it: NaN and Infinity refused. Raises ValueError or RecursionError."""
-    return json.loads(raw, parse_constant=_not_json)
+    """JSON as the wire allows it: NaN and Infinity refused. Raises ValueError or RecursionError.
+
+    As `json.loads(raw, parse_constant=...)` reads it: bytes in the encoding their start shows, and
+    a text that starts with a byte-order mark refused.
+    """
+    if isinstance(raw, str):
+        if raw.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+        return _DECODER.decode(raw)
+    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def text_content(text: str) -> dict[str, Any]:

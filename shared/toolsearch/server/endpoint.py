@@ -127,10 +127,10 @@ class McpEndpoint:
     ) -> Response:
         """The answer to a well-formed message; every failure is a JSON-RPC error response."""
         try:
-            result = await self._dispatch(request, envelope, era, stream.sink if stream else None)
+            result, known = await self._dispatch(request, envelope, era, stream.sink if stream else None)
             if envelope.is_notification:
                 return Response(status_code=202)
-            return JsonAnswer(self._fitted(envelope, result, stream))
+            return JsonAnswer(self._fitted(envelope, result, stream, known))
         except Exception as exc:
             return await self._failure(request, envelope.id, envelope.method, exc)
 
@@ -180,7 +180,11 @@ class McpEndpoint:
         return ProgressStream(token, self._size)
 
     def _fitted(
-        self, env: Envelope, result: dict[str, Any], stream: ProgressStream | None = None
+        self,
+        env: Envelope,
+        result: dict[str, Any],
+        stream: ProgressStream | None = None,
+        known: int | None = None,
     ) -> dict[str, Any]:
         """The JSON-RPC response, measured as the answer carries it and kept within what one may hold.
 
@@ -189,6 +193,8 @@ class McpEndpoint:
         A response that ends a progress stream fits in what its events left, measured the same way
         (the call is over: no more progress comes after its response). This is a budget of its own,
         decided here: the room beside the envelope (and the stream's events), held by the same `fit`.
+        A result whose bytes are `known` (at most; `ResponseSize.shaped`) is not serialised again when
+        the answer has room for that: one that a budget of this count measured is measured once.
         """
         message = P.response(env.id, result)
         limit = self._size.limit
@@ -196,6 +202,8 @@ class McpEndpoint:
             return message
         if stream is not None:
             limit -= stream.room_taken
+        if known is not None and self._size.of(P.response(env.id, {})) - 2 + known <= limit:
+            return message  # the envelope's bytes with an empty result ("{}"), and the result's
         total = self._size.of(message)
         if total <= limit:
             return message
@@ -237,17 +245,17 @@ class McpEndpoint:
 
     async def _dispatch(
         self, request: Request, env: Envelope, era: Era, progress: ProgressSink | None = None
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], int | None]:
         caller = await self._edge.caller(request)
         if env.is_notification:
-            return {}  # initialized, cancelled, anything else: accepted and ignored
+            return {}, None  # initialized, cancelled, anything else: accepted and ignored
         method = METHODS.get(env.method)
         if method is None or era.name not in method.eras:
             raise P.RpcError(P.METHOD_NOT_FOUND, f"Method not found: {env.method}", http_status=era.not_found)
         result = await method.handler(self, Call(env, caller, era, request.headers, progress))
         if method.cached:
             result.update(ttlMs=int(self.service.catalogs.ttl * 1000), cacheScope="private")
-        return era.reply(result)
+        return self._size.shaped(era.reply, result)  # and its bytes, when known without serialising
 
     # -- the methods (METHODS, below the class, says which era has which)
 
@@ -322,6 +330,8 @@ def _as_modern(result: dict[str, Any]) -> dict[str, Any]:
 
 def _as_legacy(result: dict[str, Any]) -> dict[str, Any]:
     """A handshake-era reply: without the fields of 2026-07-28, even those an upstream's result had."""
+    if "_meta" not in result and not any(key in result for key in MODERN_RESULT_FIELDS):
+        return result  # nothing to drop: the result itself (a structured result keeps its JSON)
     legacy = {key: value for key, value in result.items() if key not in MODERN_RESULT_FIELDS}
     meta = legacy.get("_meta")
     if isinstance(meta, dict) and P.META_SERVER_INFO in meta:

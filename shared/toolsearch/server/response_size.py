@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse
+
+from toolsearch.service.results import KeptList, ResultBudget, StructuredResult
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -30,9 +33,55 @@ LAMBDA_ENVELOPE_BYTES = 8_192
 _UTF8_RUNTIMES = ("python3.12", "python3.13", "python3.14", "python3.15")
 
 
-def body_text(value: Any) -> str:
-    """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def body_text(value: Any, allow_nan: bool = True) -> str:
+    """The JSON text of a response body, as the endpoint writes it (compact, non-ASCII kept).
+
+    A result's parts that keep their JSON (a structured result's structuredContent, the five tools'
+    definitions in tools/list) are written in as that text, not encoded a second time.
+    """
+    result = value.get("result") if type(value) is dict else None
+    if isinstance(result, dict) and (kept := _kept_parts(result)):
+        text = _with_kept_json(value, result, kept, allow_nan)
+        if text is not None:
+            return text
+    return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+
+
+def _kept_parts(result: dict[str, Any]) -> dict[str, str]:
+    kept: dict[str, str] = {}
+    if isinstance(result, StructuredResult) and (text := result.data_text()) is not None:
+        kept["structuredContent"] = text
+    for key, value in result.items():
+        if isinstance(value, KeptList) and (text := value.kept_text()) is not None:
+            kept[key] = text
+    return kept
+
+
+def _with_kept_json(
+    message: dict[str, Any], result: dict[str, Any], kept: dict[str, str], allow_nan: bool
+) -> str | None:
+    """The message encoded with a hole where each kept part goes, then the parts written in. A hole
+    is a string JSON writes only escaped; found exactly once, it is the one put there (found again
+    anywhere, an id say, the message is encoded whole instead, as is one a constant JSON lacks
+    could be in: encoded whole, it fails as it always did)."""
+    if not allow_nan and any("NaN" in text or "Infinity" in text for text in kept.values()):
+        return None
+    holes = {key: f"\x00kept {key}\x00" for key in kept}
+    holed = {**message, "result": {**result, **holes}}
+    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    spots = []
+    for key, hole in holes.items():
+        written = json.dumps(hole)
+        at = text.find(written)
+        if at < 0 or text.find(written, at + 1) >= 0:
+            return None
+        spots.append((at, at + len(written), kept[key]))
+    parts, done = [], 0
+    for start, end, part in sorted(spots):
+        parts += [text[done:start], part]
+        done = end
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 class JsonAnswer(JSONResponse):
@@ -44,7 +93,7 @@ class JsonAnswer(JSONResponse):
     """
 
     def render(self, content: Any) -> bytes:
-        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = body_text(content, allow_nan=False)
         try:
             return text.encode("utf-8")
         except UnicodeEncodeError:
@@ -91,3 +140,26 @@ class ResponseSize:
         outside = len(text) - len(text.encode("ascii", "ignore")) + text.count("\x7f")
         astral = len(text.encode("utf-16-le", "surrogatepass")) // 2 - len(text)
         return len(text) + escaped + 5 * outside + 6 * astral
+
+    def shaped(
+        self, reply: Callable[[dict[str, Any]], dict[str, Any]], result: dict[str, Any]
+    ) -> tuple[dict[str, Any], int | None]:
+        """`reply(result)` (a result shaped as its era carries it), and at most how many bytes that
+        takes in the answer when it is known without serialising it, else None. Known: what a
+        budget of this count knew of the result (`ResultBudget.bound`: measured, or a structured
+        result's bound), read before the shaping, plus the bytes of the fields the shaping added
+        after the result's own, counted exactly. A field replaced or dropped leaves it unknown."""
+        known = None if self.limit is None else ResultBudget(self.limit, self.of).bound(result)
+        if known is None:
+            return reply(result), None
+        before = [(key, id(value)) for key, value in result.items()]
+        shaped = reply(result)  # in place (2026-07-28) or a copy (handshake)
+        after = list(shaped.items())
+        if [(key, id(value)) for key, value in after[: len(before)]] != before:
+            return shaped, None
+        added = dict(after[len(before) :])
+        if not added:
+            return shaped, known
+        # The added fields' JSON is a dict of them less its braces, after a comma if the result had
+        # fields of its own: a brace and a comma take one byte in every count.
+        return shaped, known + self.of(added) - 2 + (1 if before else 0)

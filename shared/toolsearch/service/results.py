@@ -122,11 +122,15 @@ class StructuredResult(dict[str, Any]):
     character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
     """
 
-    __slots__ = ("text",)
+    __slots__ = ("data", "text")
 
     def __init__(self, data: dict[str, Any], text: str) -> None:
         super().__init__(content=[text_content(text)], structuredContent=data, isError=False)
-        self.text = text
+        self.data, self.text = data, text
+
+    def data_text(self) -> str | None:
+        """The compact JSON of its structuredContent, kept (None once that is another object)."""
+        return self.text if self.get("structuredContent") is self.data else None
 
     def most_chars(self) -> int | None:
         """At most how many characters its compact JSON takes; None once it no longer holds just that."""
@@ -136,6 +140,24 @@ class StructuredResult(dict[str, Any]):
         if content[0].get("text") is not self.text or len(content[0]) != 2:
             return None
         return 7 * len(self.text) + _MOST_CHARS_AROUND
+
+
+class KeptList(list[Any]):
+    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)."""
+
+    __slots__ = ("_items", "text")
+
+    def __init__(self, items: list[Any], text: str) -> None:
+        super().__init__(items)
+        self._items, self.text = [id(item) for item in items], text
+
+    def kept_text(self) -> str | None:
+        """Its JSON, kept; None once it holds other items than it was made with."""
+        return self.text if [id(item) for item in self] == self._items else None
+
+
+def kept_list(items: list[Any]) -> KeptList:
+    return KeptList(items, _json(items))
 
 
 def structured_result(data: dict[str, Any]) -> dict[str, Any]:
@@ -149,9 +171,11 @@ def json_size(value: Any) -> int:
 class Fitted(dict[str, Any]):
     """A tool result a `ResultBudget` held to its bytes, as it is (a copy of its top level) or cut.
 
-    `measured` is the bytes it took as `size` counts them, or None when that is not known (a cut
-    result: its kept blocks are measured, its note and `_meta` are not); `cut` says whether it was
-    cut. A later budget of the same count trusts `bound()` instead of serialising it again.
+    `measured` is the bytes it took as `size` counts them (at most: a batch's combined answer is
+    given the sum of its parts' figures and its labels, `batch_bound`), or None when that is not
+    known (a cut result: its kept blocks are measured, its note and `_meta` are not); `cut` says
+    whether it was cut. A later budget of the same count trusts `bound()` instead of serialising it
+    again.
     """
 
     __slots__ = ("_shape", "cut", "measured", "size")
@@ -218,6 +242,24 @@ class ResultBudget:
                 return result
             return Fitted(result, total, self.size, was_cut(result))
         return Fitted(_cut_result(result, total, self.max_bytes, self.size), None, self.size, True)
+
+
+def batch_bound(budget: ResultBudget, labels: list[dict[str, Any]], parts: list[list[dict[str, Any]]]) -> int:
+    """At most how many bytes a batch's combined answer takes (`{"content": [...], "isError": ...}`),
+    as `budget` counts them, without serialising it: the empty answer, each label block and the
+    comma before it, and each part, a call's result, by what its budget knew of it (the whole
+    result's bytes hold its blocks and a comma before each) or, unknown, its blocks measured."""
+    total = budget.size({"content": [], "isError": False})  # "false": never shorter than "true"
+    for label in labels:
+        total += budget.size(label) + 1
+    for part in parts:
+        total += part_bound(budget, part)
+    return total
+
+
+def part_bound(budget: ResultBudget, part: Any) -> int:
+    known = budget.bound(part) if isinstance(part, dict) else None
+    return known if known is not None else budget.size(part)
 
 
 def was_cut(result: dict[str, Any]) -> bool:

@@ -27,7 +27,7 @@ from toolsearch.ops.timing import Span
 from toolsearch.service import tooldefs as T
 from toolsearch.service.finding import describe_tools, search_tools
 from toolsearch.service.progress import ProgressSink
-from toolsearch.service.results import error_result, upstream_failure, was_cut
+from toolsearch.service.results import KeptList, error_result, kept_list, upstream_failure, was_cut
 from toolsearch.service.upstream_calls import UpstreamCalls
 from toolsearch.settings import ToolsConfig
 from toolsearch.upstream import UpstreamError
@@ -57,6 +57,7 @@ class ToolService:
         self._calls = calls
         self._telemetry = telemetry
         self._definitions = T.proxy_tools(config.max_batch_calls, config.max_query_chars)
+        self._listed_alone = kept_list(self._definitions)  # tools/list without pinned tools: its JSON kept
         self._schemas = {tool["name"]: tool["inputSchema"] for tool in self._definitions}
         self._pinned = tuple(name for name in config.pinned_tools if name not in self._schemas)
         self._validators = Validators()  # for the five tools' own schemas
@@ -75,10 +76,12 @@ class ToolService:
         """
         entry = await self._listed(caller, _no_catalog_for_tools_list)
         if entry is None:
-            return list(self._definitions)
+            return KeptList(self._definitions, self._listed_alone.text)
         catalog = entry.catalog
         pinned = [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
         pinned += [dict(tool.definition) for tool in self._always_loaded(catalog)]
+        if not pinned:
+            return KeptList(self._definitions, self._listed_alone.text)  # a new list: callers may add to it
         return self._definitions + pinned
 
     async def instructions(self, caller: Caller) -> str:

@@ -29,7 +29,9 @@ from toolsearch.ops.timing import Span
 from toolsearch.service.fairness import CallerLimited, FairUse
 from toolsearch.service.progress import Progress, ProgressSink
 from toolsearch.service.results import (
+    Fitted,
     ResultBudget,
+    batch_bound,
     error_result,
     structured_result,
     upstream_failure,
@@ -164,15 +166,26 @@ class UpstreamCalls:
 
         results = await asyncio.gather(*(one(call) for call in calls))
         content: list[dict[str, Any]] = []
+        labels: list[dict[str, Any]] = []
+        parts: list[Any] = []  # what each call adds after its label: its result's blocks, or those made here
         for number, (call, result) in enumerate(zip(calls, results, strict=True), start=1):
             failed = bool(result.get("isError"))
-            content.append(
-                {"type": "text", "text": f"[{number}] {call['name']}: {'failed' if failed else 'ok'}"}
-            )
-            content.extend(result.get("content") or [])
+            label = f"[{number}] {call['name']}: {'failed' if failed else 'ok'}"
+            labels.append({"type": "text", "text": label})
+            content.append(labels[-1])
+            blocks = result.get("content") or []
+            content.extend(blocks)
             if not result.get("content") and "structuredContent" in result:
-                content.append(structured_result(result["structuredContent"])["content"][0])
-        return {"content": content, "isError": all(result.get("isError") for result in results)}
+                blocks = [structured_result(result["structuredContent"])["content"][0]]
+                content.extend(blocks)
+            parts.append(result if result.get("content") else blocks)
+        combined = {"content": content, "isError": all(result.get("isError") for result in results)}
+        # Its bytes are at most its parts' (each held to its share) and its labels': the answer's
+        # budget then passes it without serialising it again (`Fitted`), nor does Lambda's room.
+        known = batch_bound(self.budget, labels, parts)
+        if known > self.budget.max_bytes:
+            return combined  # measured, and cut if it must be, by the answer's budget
+        return Fitted(combined, known, self.budget.size, cut=False)
 
     async def _call(
         self,

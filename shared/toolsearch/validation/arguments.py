@@ -40,6 +40,7 @@ import referencing.exceptions
 from toolsearch.errors import ToolsearchError
 from toolsearch.validation import patterns
 from toolsearch.validation.nesting import MAX_DEPTH, deeper_than
+from toolsearch.validation.quick import surely_fits
 from toolsearch.validation.schema_keywords import Check, TimeUp, bounded, checking
 
 logger = logging.getLogger(__name__)
@@ -154,7 +155,9 @@ def _errors(
 ) -> list[str]:
     if deeper_than(arguments, max_depth):
         raise Uncheckable("too_deep", f"the arguments nest more than {max_depth} levels deep")
-    validator = validators.validator(schema)
+    validator = validators.validator(schema)  # first: an unusable schema is that, fitting or not
+    if surely_fits(schema, arguments):
+        return []
     try:
         with checking(check):
             errors = list(itertools.islice(validator.iter_errors(arguments), MAX_COLLECTED_ERRORS + 1))
