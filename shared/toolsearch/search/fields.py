@@ -145,8 +145,10 @@ class FieldIndex:
             for term in getattr(self, field)._term_ids:
                 ids.setdefault(term, len(ids))
         self._term_ids = ids
-        self._bm25 = self._postings(_BM25_FIELDS)
-        self._counted = self._postings(_COUNTED)[:2]
+        starts, keys, values = self._postings(_BM25_FIELDS)
+        self._bm25 = starts.tolist(), keys, values  # the starts as ints: a term's slice, cheaply
+        starts, keys, _ = self._postings(_COUNTED)
+        self._counted = starts.tolist(), keys
         documents = max(self.size, 1)
         whole_counts = np.zeros(len(ids), dtype=np.int64)
         counts = np.diff(self.whole._starts)
@@ -155,6 +157,7 @@ class FieldIndex:
         with np.errstate(divide="ignore"):
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
+        self._idf_values: list[float] = self._idf.tolist()
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -172,14 +175,12 @@ class FieldIndex:
         return starts, np.concatenate(keys)[order], np.concatenate(values)[order]
 
     @staticmethod
-    def _slices(starts: np.ndarray, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The postings of these term ids, term after term: their indexes, and how many each has."""
-        chosen = np.array(ids, dtype=np.int64)
-        first = starts[chosen]
-        lengths = starts[chosen + 1] - first
-        return np.arange(int(lengths.sum())) + np.repeat(
-            first - (np.cumsum(lengths) - lengths), lengths
-        ), lengths
+    def _gather(starts: list[int], ids: Sequence[int], *columns: np.ndarray) -> list[np.ndarray]:
+        """Each column's postings of these term ids, term after term, as one array."""
+        spans = [slice(starts[t], starts[t + 1]) for t in ids]
+        if len(spans) == 1:
+            return [column[spans[0]] for column in columns]
+        return [np.concatenate([column[span] for span in spans]) for column in columns]
 
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
@@ -187,19 +188,18 @@ class FieldIndex:
         get = self._term_ids.get
         found = [t for t in (get(term, -1) for term in terms) if t >= 0]
         distinct = list(dict.fromkeys(found))
-        idf = self._idf[distinct]
-        idf_total = sum(idf.tolist())
+        idf = [self._idf_values[t] for t in distinct]
+        idf_total = sum(idf)
         if not found or not n:
             return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
         starts, keys, values = self._bm25
-        index, _ = self._slices(starts, found)  # every term, repeats too, in the query's order
-        bm25 = np.bincount(keys[index], values[index], len(_BM25_FIELDS) * size).reshape(-1, size)
+        keys, values = self._gather(starts, found, keys, values)  # every term, repeats too, in order
+        bm25 = np.bincount(keys, values, len(_BM25_FIELDS) * size).reshape(-1, size)
         starts, keys = self._counted
-        index, lengths = self._slices(starts, distinct)
-        chosen = keys[index]
+        (chosen,) = self._gather(starts, distinct, keys)
         held = np.bincount(chosen, minlength=len(_COUNTED) * size).reshape(-1, size)
-        name = slice(size, 2 * size)  # the name's keys, the second counted field
-        name_idf = np.bincount(chosen, np.repeat(idf, lengths), len(_COUNTED) * size)[name]
+        weights = np.repeat(idf, [starts[t + 1] - starts[t] for t in distinct])
+        name_idf = np.bincount(chosen, weights, len(_COUNTED) * size)[size : 2 * size]  # the name's keys
         return FieldSums(
             bm25[:, candidates], held[:, candidates].astype(np.float64), name_idf[candidates], idf_total
         )
