@@ -43,6 +43,11 @@ _VERB_CLASSES = {
     "send": "send post share notifi email messag publish",
 }
 _VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
+# By the query's verb class, then the tool's plus one (0: none): +1 the same, -1 another, 0 none.
+_AGREES = np.array(
+    [[0.0] + [1.0 if tool == query else -1.0 for tool in range(len(_VERB_CLASSES))] for query in range(len(_VERB_CLASSES))]
+)
+EXTRA = 7  # the features `extra` gives: action_verb_asked .. near_duplicates
 _PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
 
 
@@ -129,6 +134,10 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
+        # What the extra features gather of each candidate, in two gathers: ids, sizes.
+        classes = self.verb_classes + 1  # -1 (none) is row 0 of _AGREES
+        self._words = np.stack([self.verbs, self.action_verb_ids, classes, self.action_ids]).astype(np.int64)
+        self._word_sizes = np.stack([self.action_sizes, self.server_sizes]).astype(np.float64)
         self.parameter_names = LexicalIndex(
             [
                 _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
@@ -208,40 +217,63 @@ class FieldIndex:
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
     ) -> list[np.ndarray]:
         """The features after `bm25_when_words_hit`, for these candidates only."""
-        found = self.sums(terms, candidates) if sums is None else sums
+        rows = np.zeros((EXTRA, len(candidates)))
+        self.fill_extra(rows, terms, candidates, self.sums(terms, candidates) if sums is None else sums)
+        return list(rows)
+
+    def fill_extra(
+        self,
+        rows: np.ndarray,
+        terms: Sequence[str],
+        candidates: np.ndarray,
+        sums: FieldSums,
+        verb_asked: np.ndarray | None = None,
+    ) -> None:
+        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
-        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
+        verbs, action_verbs, classes, actions = self._words[:, candidates]
+        asked_ids = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
+        if asked_ids:
+            asked = self._asked(asked_ids)
+            rows[0] = asked[action_verbs]
+            if verb_asked is not None:
+                verb_asked[:] = asked[verbs]
         query_class = verb_class(distinct)
-        tool_class = self.verb_classes[candidates]
-        agrees = np.where(tool_class == query_class, 1.0, -1.0)
-        if query_class < 0:
-            agrees[:] = 0.0
-        agrees[tool_class < 0] = 0.0
-        _, _, action, server, parameter_names = found.held
-        name_idf = found.name_idf / (found.idf_total or 1.0)
+        if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
+            rows[1] = _AGREES[query_class][classes]
+        _, _, action, server, parameter_names = sums.held
+        action_sizes, server_sizes = self._word_sizes[:, candidates]
+        rows[2] = server / server_sizes
+        rows[3] = parameter_names / count
+        rows[4] = sums.name_idf / (sums.idf_total or 1.0)
         # A phrase needs every action term held: only those few candidates are compared as text.
-        phrase = np.zeros(len(candidates))
         text = " " + " ".join(terms) + " "
-        for i in np.flatnonzero(action >= self.action_sizes[candidates]):
-            phrase[i] = self.action_phrases[candidates[i]] in text
-        actions = self.action_ids[candidates]
-        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
-        server = server / self.server_sizes[candidates]
-        parameters = parameter_names / count
-        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
+        phrases = self.action_phrases
+        for i in np.flatnonzero(action >= action_sizes).tolist():
+            rows[5, i] = phrases[candidates[i]] in text
+        rows[6] = np.log(np.bincount(actions)[actions])
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
+        rows = np.zeros((4, len(candidates)))
+        self.fill_servers(rows, candidates, bm25, cosine)
+        return list(rows)
+
+    def fill_servers(
+        self, rows: np.ndarray, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray | None
+    ) -> None:
+        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0."""
         server, count = self.server_ids[candidates], self.server_count
         best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        best_cosine = np.full(count, -np.inf)
-        np.maximum.at(best_cosine, server, cosine)
-        share = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
-        sizes = np.bincount(server, minlength=count)[server]
-        return [np.log(sizes), best[server], share, best_cosine[server] - cosine.max()]
+        rows[0] = np.log(np.bincount(server, minlength=count)[server])
+        rows[1] = best[server]
+        rows[2] = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
+        if cosine is not None:
+            best_cosine = np.full(count, -np.inf)
+            np.maximum.at(best_cosine, server, cosine)
+            rows[3] = best_cosine[server] - cosine.max()
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""

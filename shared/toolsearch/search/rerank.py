@@ -113,22 +113,16 @@ def load_weights() -> RankerWeights | None:
     return RankerWeights(**linear)
 
 
-def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    chosen = scores[candidates]
-    top = chosen.max(initial=0.0)
-    return chosen / top if top > 0 else np.zeros(len(candidates))
-
-
 _RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
 
 
-def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """1 / (2 + rank) of each candidate in one ranking's positions (best first), 0 when not in it."""
-    inverse = np.zeros(len(candidates))
-    where = np.searchsorted(candidates, ranked)  # candidates ascend and hold every ranked position
+def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -> None:
+    """Into `row` (zeros): 1 / (2 + rank) of each candidate in one ranking's positions (best first)."""
     size = len(ranked)
-    inverse[where] = _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
-    return inverse
+    if size:  # candidates ascend and hold every ranked position
+        row[np.searchsorted(candidates, ranked)] = (
+            _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
+        )
 
 
 def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
@@ -147,33 +141,40 @@ def features(
     """(candidates x FEATURES) for one query's terms; `candidates` ascending.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
+    Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
     """
-    lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
-    n = len(candidates)
+    (semantic_positions, semantic_scores), n = semantic_top, len(candidates)
     matrix = np.zeros((n, len(FEATURES)))
     if not n:
         return matrix
+    rows = matrix.T
     count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
-    matrix[:, 0] = _scaled(whole_scores, candidates)
+    whole = whole_scores[candidates]
+    top = float(whole.max())
+    if top > 0:
+        rows[0] = bm25 = whole / top
+    else:
+        bm25 = rows[0]
     tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
-    matrix[:, 1:4] = (sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]).T
-    held, in_name = sums.held[0], sums.held[1]
-    matrix[:, 4], matrix[:, 5] = held / count, in_name / count
-    matrix[:, 6] = in_name / fields.name_sizes[candidates]
-    matrix[:, 7] = fields.verb_asked(terms, candidates)
-    matrix[:, 8] = _rank_feature(lexical_positions, candidates)
+    rows[1:4] = sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]
+    rows[4:6] = sums.held[:2] / count
+    rows[6] = sums.held[1] / fields.name_sizes[candidates]
+    _rank_feature(rows[8], lexical_top[0], candidates)
+    cosine = None
     if cosines is not None and len(semantic_positions):
-        chosen = cosines[candidates].astype(np.float64)
+        rows[9] = cosine = cosines[candidates].astype(np.float64)
         top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        matrix[:, 9], matrix[:, 10] = chosen, chosen - chosen.max()
-        matrix[:, 11] = np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)
-    matrix[:, 12] = _rank_feature(semantic_positions, candidates)
-    matrix[:, 13] = fields.description_length[candidates]
-    confidence = float(matrix[:, 4].max())
-    matrix[:, 14], matrix[:, 15] = matrix[:, 11] * (1.0 - confidence), matrix[:, 0] * confidence
-    matrix[:, 16:23] = np.array(fields.extra(terms, candidates, sums)).T
-    matrix[:, 23:] = np.array(fields.servers(candidates, matrix[:, 0], matrix[:, 9])).T
+        rows[10] = cosine - cosine.max()
+        rows[11] = np.clip((cosine - floor) / ((top - floor) or 1.0), 0, 1)
+        _rank_feature(rows[12], semantic_positions, candidates)
+    rows[13] = fields.description_length[candidates]
+    confidence = float(rows[4].max())
+    if cosine is not None:
+        rows[14] = rows[11] * (1.0 - confidence)
+    rows[15] = bm25 * confidence
+    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
+    fields.fill_servers(rows[23:], candidates, bm25, None if cosine is None else rows[9])
     return matrix
 
 
