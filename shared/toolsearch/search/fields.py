@@ -154,10 +154,6 @@ class FieldIndex:
             for term in getattr(self, field)._term_ids:
                 ids.setdefault(term, len(ids))
         self._term_ids = ids
-        starts, keys, values = self._postings(_BM25_FIELDS)
-        self._bm25 = starts.tolist(), keys, values  # the starts as ints: a term's slice, cheaply
-        starts, keys, _ = self._postings(_COUNTED)
-        self._counted = starts.tolist(), keys
         documents = max(self.size, 1)
         whole_counts = np.zeros(len(ids), dtype=np.int64)
         counts = np.diff(self.whole._starts)
@@ -167,6 +163,13 @@ class FieldIndex:
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
         self._idf_values: list[float] = self._idf.tolist()
+        starts, keys, values = self._postings(_BM25_FIELDS)
+        self._bm25 = starts.tolist(), keys, values  # the starts as ints: a term's slice, cheaply
+        starts, keys, _ = self._postings(_COUNTED)
+        idf_of_posting = np.repeat(self._idf, np.diff(starts))  # to weigh the name's terms held
+        self._counted = starts.tolist(), keys, idf_of_posting
+        # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
+        self._field_keys = np.arange(len(_COUNTED), dtype=np.int64)[:, None] * self.size
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -195,23 +198,20 @@ class FieldIndex:
         """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
         n, size = len(candidates), self.size
         get = self._term_ids.get
-        found = [t for t in (get(term, -1) for term in terms) if t >= 0]
+        found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
-        idf = [self._idf_values[t] for t in distinct]
-        idf_total = sum(idf)
+        idf_total = sum([self._idf_values[t] for t in distinct])
         if not found or not n:
             return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
         starts, keys, values = self._bm25
         keys, values = self._gather(starts, found, keys, values)  # every term, repeats too, in order
-        bm25 = np.bincount(keys, values, len(_BM25_FIELDS) * size).reshape(-1, size)
-        starts, keys = self._counted
-        (chosen,) = self._gather(starts, distinct, keys)
-        held = np.bincount(chosen, minlength=len(_COUNTED) * size).reshape(-1, size)
-        weights = np.repeat(idf, [starts[t + 1] - starts[t] for t in distinct])
-        name_idf = np.bincount(chosen, weights, len(_COUNTED) * size)[size : 2 * size]  # the name's keys
-        return FieldSums(
-            bm25[:, candidates], held[:, candidates].astype(np.float64), name_idf[candidates], idf_total
-        )
+        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
+        bm25 = np.bincount(keys, values, len(_BM25_FIELDS) * size)[picked[: len(_BM25_FIELDS)]]
+        starts, keys, idf_of_posting = self._counted
+        chosen, weights = self._gather(starts, distinct, keys, idf_of_posting)
+        held = np.bincount(chosen, minlength=len(_COUNTED) * size)[picked].astype(np.float64)
+        name_idf = np.bincount(chosen, weights, len(_COUNTED) * size)[picked[1]]  # the name's keys
+        return FieldSums(bm25, held, name_idf, idf_total)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
