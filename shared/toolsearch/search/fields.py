@@ -73,6 +73,7 @@ def verb_class(terms: Sequence[str]) -> int:
 _BM25_FIELDS = ("name", "description", "parameters")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names")
 _TABLE = _BM25_FIELDS + _COUNTED
+_NAME_COUNTED = len(_BM25_FIELDS) + _COUNTED.index("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,7 @@ class FieldSums:
     #                   server prefix, parameter names
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     idf_total: float  # the IDF of every distinct query term, summed
+    keys: np.ndarray  # (8 x candidates): row x catalog size + position, to pick per-tool facts with
 
 
 class FieldIndex:
@@ -134,10 +136,15 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        # What the extra features gather of each candidate, in two gathers: ids, sizes.
-        classes = self.verb_classes + 1  # -1 (none) is row 0 of _AGREES
-        self._words = np.stack([self.verbs, self.action_verb_ids, classes, self.action_ids]).astype(np.int64)
-        self._word_sizes = np.stack([self.action_sizes, self.server_sizes]).astype(np.float64)
+        # What the features gather of each candidate, a row a tool so that one gather takes it all.
+        classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
+        # By key (row x catalog size + position), as `FieldSums.keys` picks them: (5 x n), (4 x n).
+        self.tool_ids = np.concatenate(
+            [self.verbs, self.action_verb_ids, classes, self.action_ids, self.server_ids]
+        ).astype(np.int64)
+        self.tool_sizes = np.concatenate(
+            [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
+        ).astype(np.float64)
         self.parameter_names = LexicalIndex(
             [
                 _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
@@ -147,8 +154,9 @@ class FieldIndex:
         self._table()
 
     def _table(self) -> None:
-        """Every field's postings in two tables by term, a query term's slice holding all its fields':
-        one of the BM25 fields (with each posting's contribution), one of the counted fields."""
+        """Every field's postings in one table by term, a query term's slice holding all its fields':
+        the BM25 fields' first (each posting's contribution), then the counted fields' (each 1.0);
+        beside them, each posting's term IDF (to weigh the name's terms held)."""
         ids: dict[str, int] = {}
         for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
             for term in getattr(self, field)._term_ids:
@@ -163,17 +171,20 @@ class FieldIndex:
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
         self._idf_values: list[float] = self._idf.tolist()
-        starts, keys, values = self._postings(_BM25_FIELDS)
-        self._bm25 = starts.tolist(), keys, values  # the starts as ints: a term's slice, cheaply
-        starts, keys, _ = self._postings(_COUNTED)
-        idf_of_posting = np.repeat(self._idf, np.diff(starts))  # to weigh the name's terms held
-        self._counted = starts.tolist(), keys, idf_of_posting
+        starts, keys, values, terms = self._postings(_TABLE)
+        counted = keys >= len(_BM25_FIELDS) * self.size
+        values[counted] = 1.0
+        bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
+        # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
+        self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
+        self._postings_table = np.stack([keys.astype(np.float64), values, self._idf[terms]])
         # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
-        self._field_keys = np.arange(len(_COUNTED), dtype=np.int64)[:, None] * self.size
+        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
-    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
-        starts of each term's, each posting's key (field x catalog size + position), its value."""
+        starts of each term's, each posting's key (field x catalog size + position), its value, its
+        term."""
         terms, keys, values = [], [], []
         for field, name in enumerate(names):
             index = getattr(self, name)
@@ -184,34 +195,35 @@ class FieldIndex:
         term = np.concatenate(terms)
         order = np.argsort(term, kind="stable")
         starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
-        return starts, np.concatenate(keys)[order], np.concatenate(values)[order]
-
-    @staticmethod
-    def _gather(starts: list[int], ids: Sequence[int], *columns: np.ndarray) -> list[np.ndarray]:
-        """Each column's postings of these term ids, term after term, as one array."""
-        spans = [slice(starts[t], starts[t + 1]) for t in ids]
-        if len(spans) == 1:
-            return [column[spans[0]] for column in columns]
-        return [np.concatenate([column[span] for span in spans]) for column in columns]
+        return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
 
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
-        """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
+        """BM25 and terms held per field, for these candidates (distinct positions, any order).
+
+        One gather and two bincounts: the BM25 fields' postings of every term (repeats too, in the
+        query's order) beside the counted fields' of each distinct term (once), keys apart."""
         n, size = len(candidates), self.size
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
-        if not found or not n:
-            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
-        starts, keys, values = self._bm25
-        keys, values = self._gather(starts, found, keys, values)  # every term, repeats too, in order
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
-        bm25 = np.bincount(keys, values, len(_BM25_FIELDS) * size)[picked[: len(_BM25_FIELDS)]]
-        starts, keys, idf_of_posting = self._counted
-        chosen, weights = self._gather(starts, distinct, keys, idf_of_posting)
-        held = np.bincount(chosen, minlength=len(_COUNTED) * size)[picked].astype(np.float64)
-        name_idf = np.bincount(chosen, weights, len(_COUNTED) * size)[picked[1]]  # the name's keys
-        return FieldSums(bm25, held, name_idf, idf_total)
+        if not found or not n:
+            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total, picked)
+        starts, table = self._starts, self._postings_table
+        if len(found) == 1:
+            postings = table[:, starts[found[0]] : starts[found[0] + 1]]
+        else:
+            ends, bm25_ends, seen = starts[1:], self._bm25_ends, set()
+            spans = []
+            for t in found:
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else ends[t])])
+                seen.add(t)
+            postings = np.concatenate(spans, axis=1)
+        keys = postings[0].astype(np.int64)
+        summed = np.bincount(keys, postings[1], len(_TABLE) * size)[picked]
+        name_idf = np.bincount(keys, postings[2], len(_TABLE) * size)[picked[_NAME_COUNTED]]
+        return FieldSums(summed[: len(_BM25_FIELDS)], summed[len(_BM25_FIELDS) :], name_idf, idf_total, picked)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
@@ -232,8 +244,9 @@ class FieldIndex:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
-        verbs, action_verbs, classes, actions = self._words[:, candidates]
-        asked_ids = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
+        verbs, action_verbs, classes, actions, _ = self.tool_ids[sums.keys[:5]]
+        verb_ids = self._verb_ids
+        asked_ids = [verb_ids[t] for t in distinct if t in verb_ids]
         if asked_ids:
             asked = self._asked(asked_ids)
             rows[0] = asked[action_verbs]
@@ -243,16 +256,16 @@ class FieldIndex:
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][classes]
         _, _, action, server, parameter_names = sums.held
-        action_sizes, server_sizes = self._word_sizes[:, candidates]
-        rows[2] = server / server_sizes
-        rows[3] = parameter_names / count
-        rows[4] = sums.name_idf / (sums.idf_total or 1.0)
+        _, _, action_sizes, server_sizes = self.tool_sizes[sums.keys[:4]]
+        np.divide(server, server_sizes, out=rows[2])
+        np.divide(parameter_names, count, out=rows[3])
+        np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
         # A phrase needs every action term held: only those few candidates are compared as text.
         text = " " + " ".join(terms) + " "
         phrases = self.action_phrases
-        for i in np.flatnonzero(action >= action_sizes).tolist():
+        for i in (action >= action_sizes).nonzero()[0].tolist():
             rows[5, i] = phrases[candidates[i]] in text
-        rows[6] = np.log(np.bincount(actions)[actions])
+        np.log(np.bincount(actions)[actions], out=rows[6])
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
@@ -267,9 +280,9 @@ class FieldIndex:
         server, count = self.server_ids[candidates], self.server_count
         best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        rows[0] = np.log(np.bincount(server, minlength=count)[server])
+        np.log(np.bincount(server, minlength=count)[server], out=rows[0])
         rows[1] = best[server]
-        rows[2] = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
+        np.divide(np.bincount(server, bm25, count)[server], max(float(bm25.sum()), 1e-9), out=rows[2])
         if cosine is not None:
             best_cosine = np.full(count, -np.inf)
             np.maximum.at(best_cosine, server, cosine)

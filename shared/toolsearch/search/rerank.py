@@ -152,27 +152,25 @@ def features(
     sums = fields.sums(terms, candidates)
     whole = whole_scores[candidates]
     top = float(whole.max())
-    if top > 0:
-        rows[0] = bm25 = whole / top
-    else:
-        bm25 = rows[0]
+    bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
     tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
-    rows[1:4] = sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]
-    rows[4:6] = sums.held[:2] / count
-    rows[6] = sums.held[1] / fields.name_sizes[candidates]
+    np.divide(sums.bm25, tops[:, None], out=rows[1:4], where=(tops > 0)[:, None])
+    name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
+    np.divide(sums.held[:2], count, out=rows[4:6])
+    np.divide(sums.held[1], name_sizes, out=rows[6])
     _rank_feature(rows[8], lexical_top[0], candidates)
     cosine = None
     if cosines is not None and len(semantic_positions):
         rows[9] = cosine = cosines[candidates].astype(np.float64)
         top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        rows[10] = cosine - cosine.max()
+        np.subtract(cosine, cosine.max(), out=rows[10])
         rows[11] = np.clip((cosine - floor) / ((top - floor) or 1.0), 0, 1)
         _rank_feature(rows[12], semantic_positions, candidates)
-    rows[13] = fields.description_length[candidates]
+    rows[13] = description_length
     confidence = float(rows[4].max())
     if cosine is not None:
-        rows[14] = rows[11] * (1.0 - confidence)
-    rows[15] = bm25 * confidence
+        np.multiply(rows[11], 1.0 - confidence, out=rows[14])
+    np.multiply(bm25, confidence, out=rows[15])
     fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
     fields.fill_servers(rows[23:], candidates, bm25, None if cosine is None else rows[9])
     return matrix
