@@ -244,7 +244,7 @@ class FieldIndex:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
-        verbs, action_verbs, classes, actions, _ = self.tool_ids[sums.keys[:5]]
+        verbs, action_verbs, classes, actions = self.tool_ids[sums.keys[:4]]
         verb_ids = self._verb_ids
         asked_ids = [verb_ids[t] for t in distinct if t in verb_ids]
         if asked_ids:
@@ -255,15 +255,15 @@ class FieldIndex:
         query_class = verb_class(distinct)
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][classes]
-        _, _, action, server, parameter_names = sums.held
-        _, _, action_sizes, server_sizes = self.tool_sizes[sums.keys[:4]]
-        np.divide(server, server_sizes, out=rows[2])
-        np.divide(parameter_names, count, out=rows[3])
+        held = sums.held  # the whole tool, name, action, server prefix, parameter names
+        action_sizes, server_sizes = self.tool_sizes[sums.keys[2:4]]
+        np.divide(held[3], server_sizes, out=rows[2])
+        np.divide(held[4], count, out=rows[3])
         np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
         # A phrase needs every action term held: only those few candidates are compared as text.
         text = " " + " ".join(terms) + " "
         phrases = self.action_phrases
-        for i in (action >= action_sizes).nonzero()[0].tolist():
+        for i in (held[2] >= action_sizes).nonzero()[0].tolist():
             rows[5, i] = phrases[candidates[i]] in text
         np.log(np.bincount(actions)[actions], out=rows[6])
 

@@ -153,8 +153,9 @@ def features(
     whole = whole_scores[candidates]
     top = float(whole.max())
     bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
-    tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
-    np.divide(sums.bm25, tops[:, None], out=rows[1:4], where=(tops > 0)[:, None])
+    for field, best in enumerate(sums.bm25.max(axis=1).tolist(), 1):  # name, description,
+        if best > 0:  # parameters: each by its best candidate's
+            np.divide(sums.bm25[field - 1], best, out=rows[field])
     name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
     np.divide(sums.held[:2], count, out=rows[4:6])
     np.divide(sums.held[1], name_sizes, out=rows[6])
@@ -272,10 +273,13 @@ class RankedIndex:
             semantic_top = self.semantic.rank_arrays(cosines, depth)
         best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
         self._remember(query, QueryFacts(tuple(terms), best))
-        chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
-        chosen[lexical_top[0]] = True
-        chosen[semantic_top[0]] = True
-        positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+        if len(semantic_top[0]):
+            chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
+            chosen[lexical_top[0]] = True
+            chosen[semantic_top[0]] = True
+            positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+        else:  # BM25's alone: distinct positions
+            positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
@@ -283,8 +287,11 @@ class RankedIndex:
         results = []
         for query in queries:
             found = self.find(query, max(limit, CANDIDATES))
-            words_held = float(found.matrix[:, _HELD].max(initial=0.0))
-            if len(found.semantic_top[0]) and words_held < self.words_threshold:
+            if (
+                len(found.semantic_top[0])
+                and self.words_threshold > 0  # a share held is never under 0: not looked at
+                and float(found.matrix[:, _HELD].max(initial=0.0)) < self.words_threshold
+            ):
                 # Few of the query's words are in any tool: outside what the ranker learned from.
                 results.append(fuse(found.lexical_hits, found.semantic_hits, limit, self.fusion))
             else:
