@@ -163,9 +163,10 @@ def features(
     cosine = None
     if cosines is not None and len(semantic_positions):
         rows[9] = cosine = cosines[candidates].astype(np.float64)
-        top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        np.subtract(cosine, cosine.max(), out=rows[10])
-        rows[11] = np.clip((cosine - floor) / ((top - floor) or 1.0), 0, 1)
+        top, floor = float(semantic_scores[0]), float(semantic_scores[-1])  # the best is a candidate
+        np.subtract(cosine, top, out=rows[10])
+        scaled = np.maximum(np.divide(cosine - floor, (top - floor) or 1.0, out=rows[11]), 0.0, out=rows[11])
+        np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
         _rank_feature(rows[12], semantic_positions, candidates)
     rows[13] = description_length
     confidence = float(rows[4].max())
