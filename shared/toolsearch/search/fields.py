@@ -44,9 +44,8 @@ _VERB_CLASSES = {
 }
 _VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
 # By the query's verb class, then the tool's plus one (0: none): +1 the same, -1 another, 0 none.
-_AGREES = np.array(
-    [[0.0] + [1.0 if tool == query else -1.0 for tool in range(len(_VERB_CLASSES))] for query in range(len(_VERB_CLASSES))]
-)
+_CLASSES = range(len(_VERB_CLASSES))
+_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
 EXTRA = 7  # the features `extra` gives: action_verb_asked .. near_duplicates
 _PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
 
@@ -136,9 +135,9 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        # What the features gather of each candidate, a row a tool so that one gather takes it all.
+        # What the features gather of each candidate, fact after fact, each by key (fact x catalog
+        # size + position): one gather with `FieldSums.keys` takes a few facts of every candidate.
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
-        # By key (row x catalog size + position), as `FieldSums.keys` picks them: (5 x n), (4 x n).
         self.tool_ids = np.concatenate(
             [self.verbs, self.action_verb_ids, classes, self.action_ids, self.server_ids]
         ).astype(np.int64)
@@ -223,7 +222,8 @@ class FieldIndex:
         keys = postings[0].astype(np.int64)
         summed = np.bincount(keys, postings[1], len(_TABLE) * size)[picked]
         name_idf = np.bincount(keys, postings[2], len(_TABLE) * size)[picked[_NAME_COUNTED]]
-        return FieldSums(summed[: len(_BM25_FIELDS)], summed[len(_BM25_FIELDS) :], name_idf, idf_total, picked)
+        bm25, held = summed[: len(_BM25_FIELDS)], summed[len(_BM25_FIELDS) :]
+        return FieldSums(bm25, held, name_idf, idf_total, picked)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None

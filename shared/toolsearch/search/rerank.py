@@ -153,9 +153,10 @@ def features(
     whole = whole_scores[candidates]
     top = float(whole.max())
     bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
-    for field, best in enumerate(sums.bm25.max(axis=1).tolist(), 1):  # name, description,
-        if best > 0:  # parameters: each by its best candidate's
-            np.divide(sums.bm25[field - 1], best, out=rows[field])
+    # name, description, parameters: each by its best candidate's (all 0 when that is 0)
+    for row, best in enumerate(sums.bm25.max(axis=1).tolist()):
+        if best > 0:
+            np.divide(sums.bm25[row], best, out=rows[1 + row])
     name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
     np.divide(sums.held[:2], count, out=rows[4:6])
     np.divide(sums.held[1], name_sizes, out=rows[6])
