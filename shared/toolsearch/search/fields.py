@@ -154,8 +154,8 @@ class FieldIndex:
 
     def _table(self) -> None:
         """Every field's postings in one table by term, a query term's slice holding all its fields':
-        the BM25 fields' first (each posting's contribution), then the counted fields' (each 1.0);
-        beside them, each posting's term IDF (to weigh the name's terms held)."""
+        the BM25 fields' first (each posting's value its contribution), then the counted fields' (its
+        value the term's IDF: summed, it weighs the name's terms held; counted, the terms held)."""
         ids: dict[str, int] = {}
         for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
             for term in getattr(self, field)._term_ids:
@@ -172,11 +172,11 @@ class FieldIndex:
         self._idf_values: list[float] = self._idf.tolist()
         starts, keys, values, terms = self._postings(_TABLE)
         counted = keys >= len(_BM25_FIELDS) * self.size
-        values[counted] = 1.0
+        values[counted] = self._idf[terms[counted]]
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
-        self._postings_table = np.stack([keys.astype(np.float64), values, self._idf[terms]])
+        self._postings_table = np.stack([keys.astype(np.float64), values])
         # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
         self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
@@ -199,8 +199,9 @@ class FieldIndex:
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order).
 
-        One gather and two bincounts: the BM25 fields' postings of every term (repeats too, in the
-        query's order) beside the counted fields' of each distinct term (once), keys apart."""
+        One gather and two bincounts (values summed, postings counted): the BM25 fields' postings of
+        every term (repeats too, in the query's order) beside the counted fields' of each distinct
+        term (once), keys apart."""
         n, size = len(candidates), self.size
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
@@ -220,10 +221,11 @@ class FieldIndex:
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
         keys = postings[0].astype(np.int64)
-        summed = np.bincount(keys, postings[1], len(_TABLE) * size)[picked]
-        name_idf = np.bincount(keys, postings[2], len(_TABLE) * size)[picked[_NAME_COUNTED]]
-        bm25, held = summed[: len(_BM25_FIELDS)], summed[len(_BM25_FIELDS) :]
-        return FieldSums(bm25, held, name_idf, idf_total, picked)
+        summed = np.bincount(keys, postings[1], len(_TABLE) * size)  # BM25; IDF of the terms held
+        counted = picked[len(_BM25_FIELDS) :]
+        held = np.bincount(keys, minlength=len(_TABLE) * size)[counted].astype(np.float64)
+        bm25 = summed[picked[: len(_BM25_FIELDS)]]
+        return FieldSums(bm25, held, summed[picked[_NAME_COUNTED]], idf_total, picked)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
