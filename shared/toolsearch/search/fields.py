@@ -43,6 +43,10 @@ _VERB_CLASSES = {
     "send": "send post share notifi email messag publish",
 }
 _VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
+# By the query's verb class, then the tool's plus one (0: none): +1 the same, -1 another, 0 none.
+_CLASSES = range(len(_VERB_CLASSES))
+_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
+EXTRA = 7  # the features `extra` gives: action_verb_asked .. near_duplicates
 _PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
 
 
@@ -68,6 +72,7 @@ def verb_class(terms: Sequence[str]) -> int:
 _BM25_FIELDS = ("name", "description", "parameters")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names")
 _TABLE = _BM25_FIELDS + _COUNTED
+_NAME_COUNTED = len(_BM25_FIELDS) + _COUNTED.index("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +84,7 @@ class FieldSums:
     #                   server prefix, parameter names
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     idf_total: float  # the IDF of every distinct query term, summed
+    keys: np.ndarray  # (8 x candidates): row x catalog size + position, to pick per-tool facts with
 
 
 class FieldIndex:
@@ -129,6 +135,15 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
+        # What the features gather of each candidate, fact after fact, each by key (fact x catalog
+        # size + position): one gather with `FieldSums.keys` takes a few facts of every candidate.
+        classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
+        self.tool_ids = np.concatenate(
+            [self.verbs, self.action_verb_ids, classes, self.action_ids, self.server_ids]
+        ).astype(np.int64)
+        self.tool_sizes = np.concatenate(
+            [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
+        ).astype(np.float64)
         self.parameter_names = LexicalIndex(
             [
                 _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
@@ -138,15 +153,14 @@ class FieldIndex:
         self._table()
 
     def _table(self) -> None:
-        """Every field's postings in two tables by term, a query term's slice holding all its fields':
-        one of the BM25 fields (with each posting's contribution), one of the counted fields."""
+        """Every field's postings in one table by term, a query term's slice holding all its fields':
+        the BM25 fields' first (each posting's value its contribution), then the counted fields' (its
+        value the term's IDF: summed, it weighs the name's terms held; counted, the terms held)."""
         ids: dict[str, int] = {}
         for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
             for term in getattr(self, field)._term_ids:
                 ids.setdefault(term, len(ids))
         self._term_ids = ids
-        self._bm25 = self._postings(_BM25_FIELDS)
-        self._counted = self._postings(_COUNTED)[:2]
         documents = max(self.size, 1)
         whole_counts = np.zeros(len(ids), dtype=np.int64)
         counts = np.diff(self.whole._starts)
@@ -155,10 +169,21 @@ class FieldIndex:
         with np.errstate(divide="ignore"):
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
+        self._idf_values: list[float] = self._idf.tolist()
+        starts, keys, values, terms = self._postings(_TABLE)
+        counted = keys >= len(_BM25_FIELDS) * self.size
+        values[counted] = self._idf[terms[counted]]
+        bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
+        # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
+        self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
+        self._postings_table = np.stack([keys.astype(np.float64), values])
+        # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
+        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
-    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
-        starts of each term's, each posting's key (field x catalog size + position), its value."""
+        starts of each term's, each posting's key (field x catalog size + position), its value, its
+        term."""
         terms, keys, values = [], [], []
         for field, name in enumerate(names):
             index = getattr(self, name)
@@ -169,79 +194,101 @@ class FieldIndex:
         term = np.concatenate(terms)
         order = np.argsort(term, kind="stable")
         starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
-        return starts, np.concatenate(keys)[order], np.concatenate(values)[order]
-
-    @staticmethod
-    def _slices(starts: np.ndarray, ids: list[int]) -> tuple[np.ndarray, np.ndarray]:
-        """The postings of these term ids, term after term: their indexes, and how many each has."""
-        chosen = np.array(ids, dtype=np.int64)
-        first = starts[chosen]
-        lengths = starts[chosen + 1] - first
-        return np.arange(int(lengths.sum())) + np.repeat(
-            first - (np.cumsum(lengths) - lengths), lengths
-        ), lengths
+        return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
 
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
-        """BM25 and terms held per field, for these candidates (distinct positions, any order)."""
+        """BM25 and terms held per field, for these candidates (distinct positions, any order).
+
+        One gather and two bincounts (values summed, postings counted): the BM25 fields' postings of
+        every term (repeats too, in the query's order) beside the counted fields' of each distinct
+        term (once), keys apart."""
         n, size = len(candidates), self.size
         get = self._term_ids.get
-        found = [t for t in (get(term, -1) for term in terms) if t >= 0]
+        found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
-        idf = self._idf[distinct]
-        idf_total = sum(idf.tolist())
+        idf_total = sum([self._idf_values[t] for t in distinct])
+        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         if not found or not n:
-            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total)
-        starts, keys, values = self._bm25
-        index, _ = self._slices(starts, found)  # every term, repeats too, in the query's order
-        bm25 = np.bincount(keys[index], values[index], len(_BM25_FIELDS) * size).reshape(-1, size)
-        starts, keys = self._counted
-        index, lengths = self._slices(starts, distinct)
-        chosen = keys[index]
-        held = np.bincount(chosen, minlength=len(_COUNTED) * size).reshape(-1, size)
-        name = slice(size, 2 * size)  # the name's keys, the second counted field
-        name_idf = np.bincount(chosen, np.repeat(idf, lengths), len(_COUNTED) * size)[name]
-        return FieldSums(
-            bm25[:, candidates], held[:, candidates].astype(np.float64), name_idf[candidates], idf_total
-        )
+            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total, picked)
+        starts, table = self._starts, self._postings_table
+        if len(found) == 1:
+            postings = table[:, starts[found[0]] : starts[found[0] + 1]]
+        else:
+            ends, bm25_ends, seen = starts[1:], self._bm25_ends, set()
+            spans = []
+            for t in found:
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else ends[t])])
+                seen.add(t)
+            postings = np.concatenate(spans, axis=1)
+        keys = postings[0].astype(np.int64)
+        summed = np.bincount(keys, postings[1], len(_TABLE) * size)  # BM25; IDF of the terms held
+        counted = picked[len(_BM25_FIELDS) :]
+        held = np.bincount(keys, minlength=len(_TABLE) * size)[counted].astype(np.float64)
+        bm25 = summed[picked[: len(_BM25_FIELDS)]]
+        return FieldSums(bm25, held, summed[picked[_NAME_COUNTED]], idf_total, picked)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
     ) -> list[np.ndarray]:
         """The features after `bm25_when_words_hit`, for these candidates only."""
-        found = self.sums(terms, candidates) if sums is None else sums
+        rows = np.zeros((EXTRA, len(candidates)))
+        self.fill_extra(rows, terms, candidates, self.sums(terms, candidates) if sums is None else sums)
+        return list(rows)
+
+    def fill_extra(
+        self,
+        rows: np.ndarray,
+        terms: Sequence[str],
+        candidates: np.ndarray,
+        sums: FieldSums,
+        verb_asked: np.ndarray | None = None,
+    ) -> None:
+        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
-        asked = [self._verb_ids[t] for t in distinct if t in self._verb_ids]
-        verb = self._asked(asked)[self.action_verb_ids[candidates]].astype(np.float64)
+        verbs, action_verbs, classes, actions = self.tool_ids[sums.keys[:4]]
+        verb_ids = self._verb_ids
+        asked_ids = [verb_ids[t] for t in distinct if t in verb_ids]
+        if asked_ids:
+            asked = self._asked(asked_ids)
+            rows[0] = asked[action_verbs]
+            if verb_asked is not None:
+                verb_asked[:] = asked[verbs]
         query_class = verb_class(distinct)
-        tool_class = self.verb_classes[candidates]
-        agrees = np.where(tool_class == query_class, 1.0, -1.0)
-        if query_class < 0:
-            agrees[:] = 0.0
-        agrees[tool_class < 0] = 0.0
-        _, _, action, server, parameter_names = found.held
-        name_idf = found.name_idf / (found.idf_total or 1.0)
+        if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
+            rows[1] = _AGREES[query_class][classes]
+        held = sums.held  # the whole tool, name, action, server prefix, parameter names
+        action_sizes, server_sizes = self.tool_sizes[sums.keys[2:4]]
+        np.divide(held[3], server_sizes, out=rows[2])
+        np.divide(held[4], count, out=rows[3])
+        np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
         # A phrase needs every action term held: only those few candidates are compared as text.
-        phrase = np.zeros(len(candidates))
         text = " " + " ".join(terms) + " "
-        for i in np.flatnonzero(action >= self.action_sizes[candidates]):
-            phrase[i] = self.action_phrases[candidates[i]] in text
-        actions = self.action_ids[candidates]
-        duplicates = np.log(np.bincount(actions)[actions].astype(np.float64))
-        server = server / self.server_sizes[candidates]
-        parameters = parameter_names / count
-        return [verb, agrees, server, parameters, name_idf, phrase, duplicates]
+        phrases = self.action_phrases
+        for i in (held[2] >= action_sizes).nonzero()[0].tolist():
+            rows[5, i] = phrases[candidates[i]] in text
+        np.log(np.bincount(actions)[actions], out=rows[6])
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
+        rows = np.zeros((4, len(candidates)))
+        self.fill_servers(rows, candidates, bm25, cosine)
+        return list(rows)
+
+    def fill_servers(
+        self, rows: np.ndarray, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray | None
+    ) -> None:
+        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0."""
         server, count = self.server_ids[candidates], self.server_count
         best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        best_cosine = np.full(count, -np.inf)
-        np.maximum.at(best_cosine, server, cosine)
-        share = np.bincount(server, bm25, count)[server] / max(float(bm25.sum()), 1e-9)
-        sizes = np.bincount(server, minlength=count)[server]
-        return [np.log(sizes), best[server], share, best_cosine[server] - cosine.max()]
+        np.log(np.bincount(server, minlength=count)[server], out=rows[0])
+        rows[1] = best[server]
+        np.divide(np.bincount(server, bm25, count)[server], max(float(bm25.sum()), 1e-9), out=rows[2])
+        if cosine is not None:
+            best_cosine = np.full(count, -np.inf)
+            np.maximum.at(best_cosine, server, cosine)
+            rows[3] = best_cosine[server] - cosine.max()
 
     def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate's first name term is one of `terms`."""

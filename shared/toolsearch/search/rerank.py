@@ -113,22 +113,16 @@ def load_weights() -> RankerWeights | None:
     return RankerWeights(**linear)
 
 
-def _scaled(scores: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    chosen = scores[candidates]
-    top = chosen.max(initial=0.0)
-    return chosen / top if top > 0 else np.zeros(len(candidates))
-
-
 _RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
 
 
-def _rank_feature(ranked: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """1 / (2 + rank) of each candidate in one ranking's positions (best first), 0 when not in it."""
-    inverse = np.zeros(len(candidates))
-    where = np.searchsorted(candidates, ranked)  # candidates ascend and hold every ranked position
+def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -> None:
+    """Into `row` (zeros): 1 / (2 + rank) of each candidate in one ranking's positions (best first)."""
     size = len(ranked)
-    inverse[where] = _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
-    return inverse
+    if size:  # candidates ascend and hold every ranked position
+        row[np.searchsorted(candidates, ranked)] = (
+            _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
+        )
 
 
 def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
@@ -147,33 +141,41 @@ def features(
     """(candidates x FEATURES) for one query's terms; `candidates` ascending.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
+    Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
     """
-    lexical_positions, (semantic_positions, semantic_scores) = lexical_top[0], semantic_top
-    n = len(candidates)
+    (semantic_positions, semantic_scores), n = semantic_top, len(candidates)
     matrix = np.zeros((n, len(FEATURES)))
     if not n:
         return matrix
+    rows = matrix.T
     count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
-    matrix[:, 0] = _scaled(whole_scores, candidates)
-    tops = sums.bm25.max(axis=1)  # name, description, parameters: each by its best candidate's
-    matrix[:, 1:4] = (sums.bm25 / np.where(tops > 0, tops, 1.0)[:, None] * (tops > 0)[:, None]).T
-    held, in_name = sums.held[0], sums.held[1]
-    matrix[:, 4], matrix[:, 5] = held / count, in_name / count
-    matrix[:, 6] = in_name / fields.name_sizes[candidates]
-    matrix[:, 7] = fields.verb_asked(terms, candidates)
-    matrix[:, 8] = _rank_feature(lexical_positions, candidates)
+    whole = whole_scores[candidates]
+    top = float(whole.max())
+    bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
+    # name, description, parameters: each by its best candidate's (all 0 when that is 0)
+    for row, best in enumerate(sums.bm25.max(axis=1).tolist()):
+        if best > 0:
+            np.divide(sums.bm25[row], best, out=rows[1 + row])
+    name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
+    np.divide(sums.held[:2], count, out=rows[4:6])
+    np.divide(sums.held[1], name_sizes, out=rows[6])
+    _rank_feature(rows[8], lexical_top[0], candidates)
+    cosine = None
     if cosines is not None and len(semantic_positions):
-        chosen = cosines[candidates].astype(np.float64)
-        top, floor = float(semantic_scores[0]), float(semantic_scores[-1])
-        matrix[:, 9], matrix[:, 10] = chosen, chosen - chosen.max()
-        matrix[:, 11] = np.clip((chosen - floor) / ((top - floor) or 1.0), 0, 1)
-    matrix[:, 12] = _rank_feature(semantic_positions, candidates)
-    matrix[:, 13] = fields.description_length[candidates]
-    confidence = float(matrix[:, 4].max())
-    matrix[:, 14], matrix[:, 15] = matrix[:, 11] * (1.0 - confidence), matrix[:, 0] * confidence
-    matrix[:, 16:23] = np.array(fields.extra(terms, candidates, sums)).T
-    matrix[:, 23:] = np.array(fields.servers(candidates, matrix[:, 0], matrix[:, 9])).T
+        rows[9] = cosine = cosines[candidates].astype(np.float64)
+        top, floor = float(semantic_scores[0]), float(semantic_scores[-1])  # the best is a candidate
+        np.subtract(cosine, top, out=rows[10])
+        scaled = np.maximum(np.divide(cosine - floor, (top - floor) or 1.0, out=rows[11]), 0.0, out=rows[11])
+        np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
+        _rank_feature(rows[12], semantic_positions, candidates)
+    rows[13] = description_length
+    confidence = float(rows[4].max())
+    if cosine is not None:
+        np.multiply(rows[11], 1.0 - confidence, out=rows[14])
+    np.multiply(bm25, confidence, out=rows[15])
+    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
+    fields.fill_servers(rows[23:], candidates, bm25, None if cosine is None else rows[9])
     return matrix
 
 
@@ -273,10 +275,13 @@ class RankedIndex:
             semantic_top = self.semantic.rank_arrays(cosines, depth)
         best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
         self._remember(query, QueryFacts(tuple(terms), best))
-        chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
-        chosen[lexical_top[0]] = True
-        chosen[semantic_top[0]] = True
-        positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+        if len(semantic_top[0]):
+            chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
+            chosen[lexical_top[0]] = True
+            chosen[semantic_top[0]] = True
+            positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+        else:  # BM25's alone: distinct positions
+            positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
@@ -284,8 +289,11 @@ class RankedIndex:
         results = []
         for query in queries:
             found = self.find(query, max(limit, CANDIDATES))
-            words_held = float(found.matrix[:, _HELD].max(initial=0.0))
-            if len(found.semantic_top[0]) and words_held < self.words_threshold:
+            if (
+                len(found.semantic_top[0])
+                and self.words_threshold > 0  # a share held is never under 0: not looked at
+                and float(found.matrix[:, _HELD].max(initial=0.0)) < self.words_threshold
+            ):
                 # Few of the query's words are in any tool: outside what the ranker learned from.
                 results.append(fuse(found.lexical_hits, found.semantic_hits, limit, self.fusion))
             else:
