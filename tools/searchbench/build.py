@@ -303,6 +303,18 @@ def restbench(pin: Pin) -> Iterator[dict]:
 _IMPLIED = {"GetUserToken", "ToolSearcher"}  # steps the user never asks for: a token, the search itself
 
 
+def _class_literals(node: ast.ClassDef) -> dict[str, object]:
+    """A class's attributes written as literals (an API's description, parameters), read, not run."""
+    fields: dict[str, object] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            try:
+                fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except ValueError:
+                continue
+    return fields
+
+
 def _api_bank_tools(repo: Repo) -> dict[str, dict]:
     out = {}
     for path in repo.files("api-bank/apis"):
@@ -310,13 +322,7 @@ def _api_bank_tools(repo: Repo) -> dict[str, dict]:
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
-            fields = {}
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
-                    try:
-                        fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-                    except ValueError:
-                        continue
+            fields = _class_literals(node)
             if not isinstance(fields.get("description"), str):
                 continue
             params = fields.get("input_parameters") or {}
@@ -401,13 +407,7 @@ def _tooltalk_tools(repo: Repo) -> dict[str, dict]:
         for node in ast.parse(repo.read(path)).body:
             if not isinstance(node, ast.ClassDef) or node.name.endswith("Suite"):
                 continue
-            fields = {}
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
-                    try:
-                        fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-                    except ValueError:
-                        continue
+            fields = _class_literals(node)
             if not isinstance(fields.get("description"), str) or not isinstance(
                 fields.get("parameters"), dict
             ):
