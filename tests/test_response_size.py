@@ -139,6 +139,11 @@ def test_the_kept_json_is_not_trusted_where_it_could_differ():
     tools.append({"name": "b"})  # holds another item than its JSON: encoded as it is
     listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}
     assert body_text(listing) == _plain(listing)
+    swapped = kept_list([{"name": "a"}])
+    del swapped[0]  # the item freed: a new one may take its address, and must not pass for it
+    swapped.append({"name": "b"})
+    listing = {"jsonrpc": "2.0", "id": 1, "result": {"tools": swapped}}
+    assert body_text(listing) == _plain(listing)
     with pytest.raises(ValueError):  # NaN is not JSON: refused as before
         JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": structured_result({"x": float("nan")})})
 

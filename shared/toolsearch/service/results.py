@@ -149,11 +149,12 @@ class KeptList(list[Any]):
 
     def __init__(self, items: list[Any], text: str) -> None:
         super().__init__(items)
-        self._items, self.text = [id(item) for item in items], text
+        self._items, self.text = tuple(items), text  # the items themselves: an id alone can be reused
 
     def kept_text(self) -> str | None:
         """Its JSON, kept; None once it holds other items than it was made with."""
-        return self.text if [id(item) for item in self] == self._items else None
+        same = len(self) == len(self._items) and all(a is b for a, b in zip(self, self._items, strict=True))
+        return self.text if same else None
 
 
 def kept_list(items: list[Any]) -> KeptList:
