@@ -172,3 +172,19 @@ def test_a_shaping_that_replaces_a_field_leaves_the_bytes_unknown():
     fitted = ResultBudget(size.limit, size.of).fit({"content": [], "_meta": {"upstream": 1}})
     assert size.shaped(ERAS[True].reply, fitted)[1] is None  # _meta merged with the server's identity
     assert ResponseSize.local().shaped(ERAS[True].reply, {"content": []})[1] is None  # nothing limits
+
+
+def test_a_value_replaced_by_the_shaping_leaves_the_bytes_unknown():
+    from toolsearch.service.results import ResultBudget
+
+    size = ResponseSize.lambda_runtime("python3.13")
+
+    def replacing(result: dict[str, Any]) -> dict[str, Any]:
+        del result["content"]  # the old list freed: a new one may take its address
+        result["content"] = [{"type": "text", "text": "longer than before " * 50}]
+        return result
+
+    for _ in range(20):
+        fitted = ResultBudget(size.limit, size.of).fit({"content": [{"type": "text", "text": "short"}]})
+        shaped, known = size.shaped(replacing, fitted)
+        assert known is None or known >= size.of(shaped)

@@ -152,10 +152,14 @@ class ResponseSize:
         known = None if self.limit is None else ResultBudget(self.limit, self.of).bound(result)
         if known is None:
             return reply(result), None
-        before = [(key, id(value)) for key, value in result.items()]
+        before = list(result.items())  # the values themselves: a replaced one's id could be reused
         shaped = reply(result)  # in place (2026-07-28) or a copy (handshake)
         after = list(shaped.items())
-        if [(key, id(value)) for key, value in after[: len(before)]] != before:
+        kept = after[: len(before)]
+        same = len(kept) == len(before) and all(
+            k == j and v is w for (k, v), (j, w) in zip(kept, before, strict=True)
+        )
+        if not same:
             return shaped, None
         added = dict(after[len(before) :])
         if not added:
