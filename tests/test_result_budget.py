@@ -145,3 +145,17 @@ def test_a_batch_within_its_budget_is_not_measured_again_as_a_whole():
 
     assert counted.measured == 3  # the empty answer and the two labels, not the parts again
     assert budget.fit(combined) is combined and counted.measured == 3
+
+
+def test_a_fitted_result_whose_value_was_replaced_is_measured_again():
+    from toolsearch.service.results import ResultBudget
+
+    budget = ResultBudget(10_000)
+    longer = [{"type": "text", "text": "much longer than the result that was measured"}]
+    replaced = budget.fit({"content": [{"type": "text", "text": "short"}]})
+    replaced["content"] = longer
+    removed_and_added = budget.fit({"content": [{"type": "text", "text": "short"}]})
+    del removed_and_added["content"]  # the old list freed: a new one may take its address
+    removed_and_added["content"] = list(longer)
+    assert budget.fit({"content": longer}).bound() is not None  # unchanged: its figure is trusted
+    assert replaced.bound() is None and removed_and_added.bound() is None

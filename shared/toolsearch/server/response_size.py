@@ -24,7 +24,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from toolsearch.service.results import KeptList, ResultBudget, StructuredResult
+from toolsearch.service.results import KeptList, ResultBudget, StructuredResult, same_items
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -155,11 +155,7 @@ class ResponseSize:
         before = list(result.items())  # the values themselves: a replaced one's id could be reused
         shaped = reply(result)  # in place (2026-07-28) or a copy (handshake)
         after = list(shaped.items())
-        kept = after[: len(before)]
-        same = len(kept) == len(before) and all(
-            k == j and v is w for (k, v), (j, w) in zip(kept, before, strict=True)
-        )
-        if not same:
+        if not same_items(after[: len(before)], before):
             return shaped, None
         added = dict(after[len(before) :])
         if not added:

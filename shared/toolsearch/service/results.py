@@ -11,7 +11,7 @@ declares (docs/clients.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,15 +186,17 @@ class Fitted(dict[str, Any]):
     ) -> None:
         super().__init__(result)
         self.measured, self.size, self.cut = measured, size, cut
-        self._shape = self._now()
-
-    def _now(self) -> tuple[tuple[str, int], ...]:
-        return tuple((key, id(value)) for key, value in self.items())
+        self._shape = tuple(self.items())  # the values themselves: a replaced one's id could be reused
 
     def bound(self) -> int | None:
         """Its measured bytes while it holds what was measured (its keys and their values, as they
         were: a reply shaped for its era adds fields in place); None once changed."""
-        return self.measured if self._now() == self._shape else None
+        return self.measured if same_items(tuple(self.items()), self._shape) else None
+
+
+def same_items(now: Sequence[tuple[str, Any]], then: Sequence[tuple[str, Any]]) -> bool:
+    """Whether a dict's items are still those it had: the same keys, in order, and the same objects."""
+    return len(now) == len(then) and all(k == j and v is w for (k, v), (j, w) in zip(now, then, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
