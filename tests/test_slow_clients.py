@@ -150,3 +150,19 @@ def test_a_large_request_in_one_read_is_answered(server):
         head, reply = _read_response(sock)
 
     assert head.startswith(b"HTTP/1.1 200") and reply["result"]["tools"]
+
+
+def test_without_httptools_the_deadline_stays_on_h11():
+    # httptools is a dependency, but a platform without its wheel must still serve (on h11).
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['httptools'] = None\n"
+        "from toolsearch.server.local_server import HeaderDeadlineProtocol, uvicorn_options\n"
+        "from toolsearch.settings import Settings\n"
+        "print(issubclass(uvicorn_options(Settings())['http'], HeaderDeadlineProtocol))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"

@@ -99,24 +99,26 @@ class HeaderDeadlineProtocol(_HeaderDeadline, H11Protocol):
 MAX_HEADER_BYTES = 16 * 1024
 
 
-class HttpToolsHeaderDeadlineProtocol(_HeaderDeadline, HttpToolsProtocol):
-    """uvicorn's httptools protocol with the header deadline, and h11's bound on a request's head."""
+if HttpToolsProtocol is not None:  # else there is no such base: `uvicorn_options` keeps h11
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._head_bytes = 0
+    class HttpToolsHeaderDeadlineProtocol(_HeaderDeadline, HttpToolsProtocol):
+        """uvicorn's httptools protocol with the header deadline, and h11's bound on a request's head."""
 
-    def _start_header_timer(self) -> None:
-        super()._start_header_timer()
-        self._head_bytes = 0
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_bytes = 0
 
-    def _headers_received(self, data: bytes) -> None:
-        self._head_bytes += len(data)
+        def _start_header_timer(self) -> None:
+            super()._start_header_timer()
+            self._head_bytes = 0
 
-    def _headers_incomplete(self) -> None:
-        if self._head_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
-            self._stop_header_timer()
-            self.send_400_response("Invalid HTTP request received.")  # what h11 answers past its bound
+        def _headers_received(self, data: bytes) -> None:
+            self._head_bytes += len(data)
+
+        def _headers_incomplete(self) -> None:
+            if self._head_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+                self._stop_header_timer()
+                self.send_400_response("Invalid HTTP request received.")  # what h11 answers past its bound
 
 
 # What a browser client may send and read across origins: the MCP headers of both eras and those
