@@ -446,6 +446,251 @@ def tooltalk(pin: Pin) -> Iterator[dict]:
     yield source_file(pin, "tooltalk", list(tools.values()), {"dev": requests})
 
 
+# --- AgentDojo: 74 tools in 4 suites (workspace, travel, banking, slack), hand-written user tasks ---
+
+_AGENTDOJO = "src/agentdojo/default_suites/v1"
+_AGENTDOJO_SUITES = ("workspace", "travel", "banking", "slack")
+_PY_TYPES = {
+    "str": "string",
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "list": "array",
+    "dict": "object",
+}
+
+
+def _literals(body: list[ast.stmt], into: dict[str, object]) -> dict[str, object]:
+    """Names bound to literals (or to strings built of earlier ones) in a module's or class's body."""
+    for stmt in body:
+        target, value = None, None
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            target, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            target, value = stmt.target.id, stmt.value
+        if target is None or value is None:
+            continue
+        text = _string(value, into)
+        if text is not None:
+            into[target] = text
+            continue
+        try:
+            into[target] = ast.literal_eval(value)
+        except ValueError:
+            continue
+    return into
+
+
+def _string(node: ast.expr, names: dict[str, object]) -> str | None:
+    """A string written as a literal, an f-string over known names, or a sum of them; else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left, names), _string(node.right, names)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(value.value)
+            elif (
+                isinstance(value, ast.FormattedValue)
+                and value.format_spec is None
+                and value.conversion == -1
+                and isinstance(value.value, ast.Name)
+                and isinstance(names.get(value.value.id), str | int | float)
+            ):
+                parts.append(str(names[value.value.id]))
+            else:
+                return None
+        return "".join(parts)
+    return None
+
+
+def _annotation_type(node: ast.expr | None) -> str:
+    if isinstance(node, ast.BinOp):  # `list[str] | None`: the first kind
+        return _annotation_type(node.left)
+    if isinstance(node, ast.Subscript):
+        return _annotation_type(node.value)
+    if isinstance(node, ast.Name):
+        return _PY_TYPES.get(node.id, "string")
+    return "string"
+
+
+def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
+    """A Sphinx-style docstring's text before its `:param` lines, and each parameter's text."""
+    head, params, current = [], {}, None
+    for line in doc.splitlines():
+        line = line.strip()
+        if match := re.match(r":param (\w+):\s*(.*)", line):
+            current = match.group(1)
+            params[current] = match.group(2)
+        elif line.startswith(":"):
+            current = None
+        elif current is not None:
+            if line:
+                params[current] += " " + line
+        elif line:
+            head.append(line)
+    return " ".join(head), params
+
+
+def _function_tool(name: str, node: ast.FunctionDef) -> dict[str, Any]:
+    """A tool's definition from its Python function: the docstring, the arguments the caller fills."""
+    description, described = _docstring_parts(ast.get_docstring(node) or "")
+    args = node.args.args
+    defaults = len(args) - len(node.args.defaults)
+    properties, required = {}, []
+    for i, arg in enumerate(args):
+        annotation = arg.annotation
+        if isinstance(annotation, ast.Subscript) and ast.unparse(annotation.value) == "Annotated":
+            continue  # the environment's state, injected by the runtime
+        prop: dict[str, Any] = {"type": _annotation_type(annotation)}
+        if described.get(arg.arg):
+            prop["description"] = described[arg.arg]
+        properties[arg.arg] = prop
+        if i < defaults:
+            required.append(arg.arg)
+    return tool(name, description, properties, required)
+
+
+def _ground_truth_calls(node: ast.ClassDef) -> list[str]:
+    """The functions a user task's `ground_truth` calls, in order: `FunctionCall(function="...")`."""
+    calls = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name == "ground_truth":
+            for call in ast.walk(stmt):
+                if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "FunctionCall":
+                    for keyword in call.keywords:
+                        if keyword.arg == "function" and isinstance(keyword.value, ast.Constant):
+                            calls.append(str(keyword.value.value))
+    return calls
+
+
+def agentdojo_tasks(source: str) -> Iterator[tuple[str, str, list[str]]]:
+    """Each registered user task of one suite's module: its class name, PROMPT and ground-truth calls.
+
+    A task whose PROMPT cannot be read as a literal (or an f-string over literal names) is left out,
+    and so are tasks combined from others at run time (they are not classes).
+    """
+    tree = ast.parse(source)
+    module = _literals(tree.body, {})
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if not any(ast.unparse(d).endswith("register_user_task") for d in node.decorator_list):
+            continue
+        names = _literals(node.body, dict(module))
+        prompt = names.get("PROMPT")
+        calls = _ground_truth_calls(node)
+        if isinstance(prompt, str) and prompt.strip() and calls:
+            yield node.name, " ".join(prompt.split()), calls
+
+
+def agentdojo(pin: Pin) -> Iterator[dict]:
+    """Each suite stands for one server; every tool is named `suite-function`, as a gateway prefixes them."""
+    repo = Repo(pin)
+    functions: dict[str, ast.FunctionDef] = {}
+    for path in repo.files(f"{_AGENTDOJO}/tools"):
+        for node in ast.parse(repo.read(path)).body:
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                functions[node.name] = node
+    tools, requests = [], []
+    for suite in _AGENTDOJO_SUITES:
+        listed = re.search(
+            r"^TOOLS = \[(.*?)^\]", repo.read(f"{_AGENTDOJO}/{suite}/task_suite.py"), re.M | re.S
+        )
+        names = re.findall(r"^\s*(\w+),", listed.group(1) if listed else "", re.M)
+        tools += [_function_tool(f"{suite}-{name}", functions[name]) for name in names]
+        for key, prompt, calls in agentdojo_tasks(repo.read(f"{_AGENTDOJO}/{suite}/user_tasks.py")):
+            needs = [f"{suite}-{call}" for call in dict.fromkeys(calls) if call in names]
+            if needs and len(needs) == len(set(calls)):
+                requests.append({"id": f"{suite}-{key}", "text": prompt, "tools": needs})
+    yield source_file(pin, "agentdojo", tools, {"dev": requests})
+
+
+# --- tau-bench: retail (16 tools) and airline (14), hand-annotated customer scenarios --------------
+
+_TAU_TASKS = {"retail": ("tasks_test", "tasks_dev", "tasks_train"), "airline": ("tasks_test",)}
+# Steps a scenario needs but never asks for: who the user is, what their order or booking holds.
+_TAU_IMPLIED = {
+    "find_user_id_by_name_zip",
+    "find_user_id_by_email",
+    "get_user_details",
+    "get_order_details",
+    "get_reservation_details",
+    "think",
+    "calculate",
+}
+_TAU_IDENTITY = {"find_user_id_by_name_zip", "find_user_id_by_email"}
+
+
+def _tau_tools(repo: Repo, domain: str) -> dict[str, dict]:
+    """Each tool class's `get_info()`, a literal dict in the OpenAI function format."""
+    out = {}
+    for path in repo.files(f"tau_bench/envs/{domain}/tools"):
+        for node in ast.walk(ast.parse(repo.read(path))):
+            if isinstance(node, ast.FunctionDef) and node.name == "get_info":
+                returned = next(s for s in node.body if isinstance(s, ast.Return))
+                info = ast.literal_eval(returned.value)["function"]
+                params = info.get("parameters") or {}
+                out[info["name"]] = tool(
+                    f"{domain}-{info['name']}",
+                    info.get("description") or "",
+                    params.get("properties") or {},
+                    list(params.get("required") or []),
+                )
+    return out
+
+
+def tau_tasks(source: str) -> Iterator[tuple[str, list[str]]]:
+    """Each `Task(instruction=..., actions=[Action(name=...), ...])` of a task module, read, not run."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Task":
+            fields = {k.arg: k.value for k in node.keywords}
+            instruction = fields.get("instruction")
+            actions = fields.get("actions")
+            if not isinstance(instruction, ast.Constant) or not isinstance(actions, ast.List):
+                continue
+            names = []
+            for action in actions.elts:
+                if isinstance(action, ast.Call):
+                    names += [
+                        str(k.value.value)
+                        for k in action.keywords
+                        if k.arg == "name" and isinstance(k.value, ast.Constant)
+                    ]
+            yield " ".join(str(instruction.value).split()), names
+
+
+def tau_bench(pin: Pin) -> Iterator[dict]:
+    """The needed tools are the scenario's asks: its calls less the look-ups every task makes first.
+
+    A scenario that asks only for a look-up keeps its calls less finding the user's id. Each
+    domain is one server; the whole source is dev (30 tools: too few to split by server).
+    """
+    repo = Repo(pin)
+    tools, requests = [], []
+    for domain, files in _TAU_TASKS.items():
+        by_name = _tau_tools(repo, domain)
+        tools += list(by_name.values())
+        seen, picked = set(), []
+        for file in files:
+            for i, (text, calls) in enumerate(tau_tasks(repo.read(f"tau_bench/envs/{domain}/{file}.py"))):
+                if text in seen or not calls or not all(call in by_name for call in calls):
+                    continue
+                seen.add(text)
+                asked = [c for c in dict.fromkeys(calls) if c not in _TAU_IMPLIED]
+                asked = asked or [c for c in dict.fromkeys(calls) if c not in _TAU_IDENTITY]
+                if asked:
+                    needs = [by_name[c]["name"] for c in asked]
+                    picked.append(
+                        {"id": f"{domain}-{file.removeprefix('tasks_')}-{i}", "text": text, "tools": needs}
+                    )
+        requests += sample(picked, SAMPLE, f"tau:{domain}")
+    yield source_file(pin, "tau-bench", tools, {"dev": requests})
+
+
 BUILDERS: dict[str, Callable[[Pin], Iterator[dict]]] = {
     "msc-bench": msc_bench,
     "stabletoolbench": stabletoolbench,
@@ -453,6 +698,8 @@ BUILDERS: dict[str, Callable[[Pin], Iterator[dict]]] = {
     "api-bank": api_bank,
     "seal-tools": seal_tools,
     "tooltalk": tooltalk,
+    "agentdojo": agentdojo,
+    "tau-bench": tau_bench,
 }
 
 
