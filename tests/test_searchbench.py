@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import json
 
 import pytest
 
 from tools.searchbench.benchset import Request, Source, load_sources
-from tools.searchbench.build import merge_model_queries, read_lock
+from tools.searchbench.build import (
+    HERE,
+    _function_tool,
+    agentdojo_tasks,
+    merge_model_queries,
+    read_lock,
+    tau_tasks,
+)
 from tools.searchbench.measure import PlainBM25, measure
 from tools.searchbench.run import evaluate
 from toolsearch.catalogs.catalog import Catalog
@@ -19,7 +27,16 @@ HELD_OUT = ("gorilla", "metatool", "livemcpbench", "icip-cas", "schema-guided", 
 
 def test_every_source_is_pinned_licensed_and_none_is_held_out():
     pins = read_lock()
-    assert set(pins) == {"msc-bench", "stabletoolbench", "restbench", "api-bank", "seal-tools", "tooltalk"}
+    assert set(pins) == {
+        "msc-bench",
+        "stabletoolbench",
+        "restbench",
+        "api-bank",
+        "seal-tools",
+        "tooltalk",
+        "agentdojo",
+        "tau-bench",
+    }
     for pin in pins.values():
         assert len(pin.commit) == 40 and pin.licence and pin.writer
         assert not any(word in pin.repo.lower() for word in HELD_OUT)
@@ -46,6 +63,136 @@ def test_requests_name_catalog_tools_and_no_tool_is_labelled_in_both_splits():
         if len(splits) == 2:  # one catalog, split by server: a server's tools are labelled once
             servers = {split: {tool.split("-")[0] for tool in tools} for split, tools in splits.items()}
             assert not servers["dev"] & servers["test"], name
+
+
+def test_every_request_awaiting_a_models_queries_is_listed_for_the_writers_with_its_text():
+    listed = {}
+    for path in sorted((HERE / "queries").glob("requests_for_queries*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            assert set(item) == {"source", "key", "request"}  # never a label or a tool's name
+            listed[(item["source"], item["key"])] = item["request"]
+    for source in load_sources():
+        for request in source.requests:
+            if not request.model_queries:
+                assert listed.get((source.name, request.id)) == request.text, (source.name, request.id)
+
+
+AGENTDOJO_TASKS = """
+_NAME = "Sarah"
+task_combinator.create_combined_task("UserTask9", task_suite.user_tasks["user_task_1"])
+
+
+@task_suite.register_user_task
+class UserTask0(BaseUserTask):
+    _DAY = "2024-05-26"
+    PROMPT = f"Am I free on {_DAY}? If so, book lunch " \
+        "with " + _NAME + "."
+
+    def ground_truth(self, pre_environment):
+        return [
+            FunctionCall(function="get_day_calendar_events", args={"day": self._DAY}),
+            FunctionCall(function="create_calendar_event", args={}),
+        ]
+
+
+@task_suite.register_user_task
+class UserTask1(BaseUserTask):
+    PROMPT = f"Add {', '.join(['a', 'b'])} to it."
+
+    def ground_truth(self, pre_environment):
+        return [FunctionCall(function="add_participants", args={})]
+
+
+class NotATask(BaseUserTask):
+    PROMPT = "never listed"
+"""
+
+
+def test_agentdojo_tasks_are_read_from_their_source_not_run():
+    """A prompt over literal names is joined; one built by code, or a task not registered, is left out."""
+    got = list(agentdojo_tasks(AGENTDOJO_TASKS))
+    assert got == [
+        (
+            "UserTask0",
+            "Am I free on 2024-05-26? If so, book lunch with Sarah.",
+            ["get_day_calendar_events", "create_calendar_event"],
+        )
+    ]
+
+
+def test_an_agentdojo_function_becomes_a_tool_without_the_state_the_runtime_injects():
+    source = '''
+def send_email(
+    inbox: Annotated[Inbox, Depends("inbox")],
+    recipients: list[str],
+    subject: str,
+    cc: list[str] | None = None,
+) -> Email:
+    """Sends an email with the given `body`.
+
+    :param recipients: The list with the email addresses
+    of the recipients.
+    :param subject: The subject of the email.
+    """
+'''
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.FunctionDef)
+    assert _function_tool("workspace-send_email", node) == {
+        "name": "workspace-send_email",
+        "description": "Sends an email with the given `body`.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "recipients": {
+                    "type": "array",
+                    "description": "The list with the email addresses of the recipients.",
+                },
+                "subject": {"type": "string", "description": "The subject of the email."},
+                "cc": {"type": "array"},
+            },
+            "required": ["recipients", "subject"],
+        },
+    }
+
+
+def test_tau_bench_tasks_give_their_instruction_and_the_calls_in_order():
+    source = """
+TASKS = [
+    Task(
+        annotator="0",
+        instruction="You are Mia   in 19122. You want to return  the lamp.",
+        actions=[
+            Action(name="find_user_id_by_name_zip", kwargs={}),
+            Action(name="return_delivered_order_items", kwargs={}),
+        ],
+        outputs=[],
+    ),
+    Task(annotator="1", instruction=f"{x}", actions=[], outputs=[]),
+]
+"""
+    assert list(tau_tasks(source)) == [
+        (
+            "You are Mia in 19122. You want to return the lamp.",
+            ["find_user_id_by_name_zip", "return_delivered_order_items"],
+        )
+    ]
+
+
+def test_the_conversational_dev_sources_label_what_the_user_asks_not_the_look_ups():
+    by_name = {s.name: s for s in load_sources("dev")}
+    tau = by_name["tau-bench"]
+    labelled = set().union(*(r.tools for r in tau.requests))
+    assert not labelled & {"retail-find_user_id_by_name_zip", "retail-find_user_id_by_email", "retail-think"}
+    assert len(tau.requests) == 193 and len(tau.tools) == 30
+    dojo = by_name["agentdojo"]
+    assert len(dojo.requests) == 85 and len(dojo.tools) == 74
+    assert {name.split("-")[0] for r in dojo.requests for name in r.tools} == {
+        "workspace",
+        "travel",
+        "banking",
+        "slack",
+    }
 
 
 def test_a_models_queries_are_merged_onto_their_requests_and_the_rest_are_skipped(tmp_path):

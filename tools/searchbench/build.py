@@ -482,9 +482,11 @@ def _literals(body: list[ast.stmt], into: dict[str, object]) -> dict[str, object
 
 
 def _string(node: ast.expr, names: dict[str, object]) -> str | None:
-    """A string written as a literal, an f-string over known names, or a sum of them; else None."""
+    """A string written as a literal, a known name, an f-string over known names, or a sum; else None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
+    if isinstance(node, ast.Name) and isinstance(names.get(node.id), str):
+        return str(names[node.id])
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         left, right = _string(node.left, names), _string(node.right, names)
         return None if left is None or right is None else left + right
