@@ -302,3 +302,36 @@ def test_held_out_servers_are_searched_as_the_proxy_searches(fixture_config: Bui
     }
     searches = {row[0] if row[0] != "hybrid" else f"hybrid {row[1]}" for row in rows}
     assert searches == {"lexical", "embedding"} | {f"hybrid w={w:.1f}" for w in heldout.WEIGHTS}
+
+
+def test_public_pairs_join_the_training_set_and_rebuild_only_what_they_feed(fixture_config: BuildConfig):
+    build.run(fixture_config)
+    before = {p.name for p in fixture_config.cache_dir.iterdir() if p.is_dir()}
+    public = TrainingSet(
+        tools={
+            "searchbench:s:mail/send": "send message. send message to user",  # a synthetic tool's text
+            "searchbench:s:mail/read": "read message history",
+        },
+        servers={
+            "searchbench:s:mail/send": "searchbench:s:mail",
+            "searchbench:s:mail/read": "searchbench:s:mail",
+        },
+        pairs=[
+            ("tell the team", "searchbench:s:mail/send", "en"),
+            ("old chatter", "searchbench:s:mail/read", "en"),
+        ],
+    )
+    path = fixture_config.cache_dir.parent / "public.json"
+    public.write(path)
+    report = build.run(replace(fixture_config, public_pairs=path))
+    assert report["training_set"]["requests"] == {"user": 18, "lt": 9, "public": 2}
+    new = {p.name for p in fixture_config.cache_dir.iterdir() if p.is_dir()} - before
+    assert {name.split("-")[0] for name in new} == {"training", "model"}
+    training = TrainingSet.read(
+        Path(report["model_dir"]).parent
+        / next(n for n in new if n.startswith("training"))
+        / "training-set.json"
+    )
+    assert len(training.tools) == 10  # the same text is one tool, its own server's
+    assert ("tell the team", "chat-server/send_message", "en") in training.pairs
+    assert training.servers["searchbench:s:mail/read"] == "searchbench:s:mail"

@@ -288,3 +288,23 @@ def test_the_smallest_public_slice_holds_its_floors(tmdb, key):
 def test_ours_beats_the_plain_floor_on_the_smallest_public_slice(tmdb):
     for asked in ("raw", "model"):
         assert tmdb[("hybrid", asked)].mrr > tmdb[("bm25-floor", asked)].mrr
+
+
+def test_cross_fitting_takes_a_sources_cosines_from_its_own_model():
+    from tools.searchbench.ranker import groups
+    from toolsearch.search.rerank import FEATURES
+
+    by_name = {s.name: s for s in load_sources("dev") if s.name in ("tooltalk", "restbench-tmdb")}
+    model = load_configured_embedder("model2vec")
+    assert model is not None
+    cosine = FEATURES.index("cosine")
+    crossed = {"tooltalk": model}
+    own = groups([by_name["tooltalk"]], None, ("model",), per_source=crossed)
+    same = groups([by_name["tooltalk"]], model, ("model",))
+    assert own and all((a.matrix == b.matrix).all() for a, b in zip(own, same, strict=True))
+    other = groups([by_name["restbench-tmdb"]], None, ("model",), per_source=crossed)
+    assert other and not any(g.matrix[:, cosine].any() for g in other)  # no model given for it
+
+
+def test_the_embedding_alone_is_measured_beside_the_others(tmdb):
+    assert tmdb[("embedding", "model")].r5 > 0.5

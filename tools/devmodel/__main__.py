@@ -26,6 +26,12 @@ def parse(argv: list[str] | None = None) -> BuildConfig:
     parser.add_argument("--force", action="store_true", help="rebuild every step")
     parser.add_argument("--sources-lock", type=Path, default=defaults.sources_lock, help="the servers")
     parser.add_argument("--requests", type=Path, default=defaults.requests_dir, help="the requests' folder")
+    parser.add_argument(
+        "--public-pairs",
+        type=Path,
+        default=defaults.public_pairs,
+        help="add these pairs (python -m tools.devmodel.public_pairs); 'none': no pairs",
+    )
     for f in fields(FineTuneConfig):
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     args = parser.parse_args(argv)
@@ -38,6 +44,7 @@ def parse(argv: list[str] | None = None) -> BuildConfig:
         downloads_dir=args.downloads,
         sources_lock=args.sources_lock,
         requests_dir=args.requests,
+        public_pairs=None if str(args.public_pairs).lower() == "none" else args.public_pairs,
         force=args.force,
         train=train,
     )

@@ -130,12 +130,23 @@ def training_set(config: BuildConfig, tools_path: Path, pairs_path: Path, lexico
             pairs.append((request.text, key, request.kind))
         if missing:
             LOG.warning("requests for tools the packages did not yield (skipped): %s", dict(missing))
+        kinds = Counter(kind for _, _, kind in pairs)
         align = [(en, lt) for en, lt in json.loads(pairs_path.read_text())]
         lexicon = [(a, b) for a, b in json.loads(lexicon_path.read_text())]
         requests = [(q, k, _language(kind)) for q, k, kind in pairs]
+        if config.public_pairs is not None:  # the public benchmark's dev requests (public_pairs.py)
+            public = TrainingSet.read(config.public_pairs)
+            for key in sorted(public.tools):
+                text = public.tools[key]
+                if text in key_of_text:
+                    alias[key] = key_of_text[text]
+                    continue
+                key_of_text[text] = key
+                tools[key], server_of[key] = text, public.servers[key]
+            requests += [(q, alias.get(k, k), lang) for q, k, lang in public.pairs]
+            kinds["public"] = len(public.pairs)
         training = TrainingSet(tools, server_of, requests, align, lexicon)
         training.write(folder / "training-set.json")
-        kinds = Counter(kind for _, _, kind in pairs)
         summary = {
             "servers": len(servers),
             "tools": len(tools),
@@ -155,6 +166,8 @@ def training_set(config: BuildConfig, tools_path: Path, pairs_path: Path, lexico
         "requests": requests,
         "code": _code(requests_module),
     }
+    if config.public_pairs is not None:  # absent from the key otherwise: earlier builds keep their digests
+        key["public"] = sha256_file(config.public_pairs)
     return cached_step(config.cache_dir, "training-set", key, build, force=config.force) / "training-set.json"
 
 

@@ -31,6 +31,8 @@ class BuildConfig:
     requests_dir: Path = HERE / "data" / "requests"
     gettext_lock: Path | None = HERE / "gettext-packages.lock"
     wordnet_lock: Path | None = HERE / "wordnet-packages.lock"
+    # The public benchmark's dev requests as pairs (public_pairs.py writes the file); None: none.
+    public_pairs: Path | None = None
     # Where npm tarballs and Debian packages are looked for before asking npm or apt (optional).
     downloads_dir: Path | None = None
     train: FineTuneConfig = field(default_factory=FineTuneConfig)

@@ -5,6 +5,7 @@ python -m tools.searchbench --split dev     # the split choices are made on
 python -m tools.searchbench --model-dir DIR --lexical-weight 0.5 --json out.json
 python -m tools.searchbench build           # rebuild data/ from the pinned public sources
 python -m tools.searchbench merge-queries --queries FILE.jsonl  # a model's first queries
+python -m tools.searchbench train-ranker --source-model msc-bench=DIR ...  # cross-fitted cosines
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 """
 
@@ -88,7 +89,16 @@ def _train_ranker(args: argparse.Namespace) -> int:
 
     sources = load_sources("dev", Path(args.data))
     embedder = load_configured_embedder(args.embedder, args.model_dir)
-    weights = ranker.train(sources, embedder)
+    per_source = {}
+    for item in args.source_model or []:
+        name, _, folder = item.partition("=")
+        if name not in {s.name for s in sources} or not folder:
+            print(f"--source-model {item}: not SOURCE=DIR of a dev source", file=sys.stderr)
+            return 2
+        model = load_configured_embedder("model2vec", folder)
+        assert model is not None  # model2vec raises when the folder cannot be loaded
+        per_source[name] = model
+    weights = ranker.train(sources, embedder, per_source)
     ranker.write(weights)
     print(f"wrote {ranker.WEIGHTS} from {', '.join(weights['trained_on'])}")  # type: ignore[arg-type]
     return 0
@@ -122,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lexical-weight", type=float, default=None)
     parser.add_argument("--ranker", default="learned", choices=("learned", "fusion"))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    parser.add_argument(
+        "--source-model",
+        action="append",
+        metavar="SOURCE=DIR",
+        help="train-ranker: this source's cosines from this model (cross-fitting; repeatable)",
+    )
     parser.add_argument(
         "--queries", metavar="PATH", help="merge-queries: a model's first queries, JSON lines"
     )

@@ -12,7 +12,7 @@ One set for hybrid search, one for BM25 alone (no cosine features, BM25's candid
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,14 +47,26 @@ def neutral() -> RankerWeights:
     return RankerWeights(hybrid=linear, lexical=linear)
 
 
-def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequence[str]) -> list[Group]:
+def groups(
+    sources: Sequence[Source],
+    embedder: Embedder | None,
+    phrasings: Sequence[str],
+    per_source: Mapping[str, Embedder] | None = None,
+) -> list[Group]:
+    """`per_source`: a source's own embedder instead of `embedder` (cross-fitting: a model that never
+    saw that source's requests gives its cosines)."""
     out: list[Group] = []
-    cache = VectorCache()
+    caches: dict[int, VectorCache] = {}  # vectors are cached by text: one cache per model
     for source in sources:
         catalog = Catalog.from_definitions(source.tools)
-        semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
+        model = (per_source or {}).get(source.name, embedder)
+        semantic = None
+        if model is not None:
+            semantic = build_embedding_index(
+                catalog.tools, model, caches.setdefault(id(model), VectorCache())
+            )
         lexical = build_lexical_index(catalog.tools)
-        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, embedder)
+        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, model)
         names = [tool.name for tool in catalog.tools]
         for request in source.requests:
             for phrasing in phrasings:
@@ -94,14 +106,20 @@ def _json(linear: Linear) -> dict[str, list[float]]:
     return {key: getattr(linear, key).round(6).tolist() for key in ("weights", "mean", "scale")}
 
 
-def train(sources: Sequence[Source], embedder: Embedder | None) -> dict[str, object]:
+def train(
+    sources: Sequence[Source], embedder: Embedder | None, per_source: Mapping[str, Embedder] | None = None
+) -> dict[str, object]:
+    """`per_source`: the embedder whose cosines a source's queries are trained with (cross-fitting)."""
     phrasings = ("raw", "model")
-    return {
+    out: dict[str, object] = {
         "features": list(FEATURES),
-        "hybrid": _json(fit(groups(sources, embedder, phrasings))),
+        "hybrid": _json(fit(groups(sources, embedder, phrasings, per_source))),
         "lexical": _json(fit(groups(sources, None, phrasings))),
         "trained_on": sorted({f"{s.name} ({s.split})" for s in sources}),
     }
+    if per_source:
+        out["cross_fit"] = sorted(per_source)
+    return out
 
 
 def write(weights: dict[str, object], path: Path = WEIGHTS) -> None:

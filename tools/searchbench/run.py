@@ -8,8 +8,8 @@ from dataclasses import asdict
 from typing import Any
 
 from toolsearch.catalogs.catalog import Catalog
-from toolsearch.search import Embedder, SearchIndex
-from toolsearch.search.embedding import VectorCache
+from toolsearch.search import Embedder, Hit, SearchIndex
+from toolsearch.search.embedding import EmbeddingIndex, VectorCache, build_embedding_index
 from toolsearch.search.hybrid import Fusion
 from toolsearch.search.index import make_indexer
 
@@ -17,6 +17,18 @@ from .benchset import Source
 from .measure import Figures, PlainBM25, measure, pooled
 
 PHRASINGS = ("raw", "model")
+
+
+class CosineOnly:
+    """The model alone: tools by cosine with the query, no words (what the embedding brings)."""
+
+    def __init__(self, semantic: EmbeddingIndex, embedder: Embedder) -> None:
+        self.semantic, self.embedder = semantic, embedder
+
+    def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
+        return [
+            self.semantic.rank(self.semantic.scores(self.embedder.encode([q]))[0], limit) for q in queries
+        ]
 
 
 def indexes(
@@ -28,6 +40,7 @@ def indexes(
     }
     if embedder is not None:
         out["hybrid"] = make_indexer(embedder, cache=cache, fusion=fusion or Fusion(), ranker=ranker)(catalog)
+        out["embedding"] = CosineOnly(build_embedding_index(catalog.tools, embedder, cache), embedder)
     return out
 
 
