@@ -141,3 +141,28 @@ def test_the_smallest_public_slice_holds_its_floors(tmdb, key):
 def test_ours_beats_the_plain_floor_on_the_smallest_public_slice(tmdb):
     for asked in ("raw", "model"):
         assert tmdb[("hybrid", asked)].mrr > tmdb[("bm25-floor", asked)].mrr
+
+
+def test_the_ranker_fit_puts_the_positives_first_and_loso_counts_best_ranks():
+    import numpy as np
+
+    from tools.searchbench.loso import Query, ranks, recall
+    from tools.searchbench.ranker import Group, fit
+
+    rng = np.random.default_rng(0)
+    groups = []
+    for _ in range(40):  # feature 0 tells the positive; feature 1 is noise
+        matrix = rng.normal(size=(6, 2))
+        positive = np.zeros(6, dtype=bool)
+        positive[int(np.argmax(matrix[:, 0]))] = True
+        groups.append(Group(matrix, positive))
+    groups.append(Group(np.ones((3, 2)), np.ones(3, dtype=bool)))  # all positive: nothing to learn
+    linear = fit(groups, steps=200)
+    assert linear.weights[0] > 5 * abs(linear.weights[1])
+    queries = [Query(("s", i // 2, "model"), g) for i, g in enumerate(groups[:40])]
+    best = ranks(queries, linear)
+    assert set(best.values()) == {1} and len(best) == 20  # two queries a request, each found first
+    missing = Group(np.zeros((2, 2)), np.zeros(2, dtype=bool))
+    best = ranks([*queries, Query(("s", 99, "model"), missing)], linear)
+    assert best[("s", 99, "model")] == 0 and recall(best, 1, "model") == 20 / 21
+    assert recall(best, 1, "raw") == 0.0
