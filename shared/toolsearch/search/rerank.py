@@ -68,6 +68,9 @@ FEATURES = (
     "server_best_bm25",  # its candidates' best `bm25`
     "server_bm25_share",  # its candidates' share of all candidates' `bm25`
     "server_best_cosine_gap",  # its candidates' best cosine minus the best candidate's
+    # cosine_gap x (1 - the best candidate's share of the query's terms): how far from the best
+    # cosine counts most where words alone say little (requests in a user's own words)
+    "cosine_gap_when_words_miss",
 )
 
 
@@ -175,7 +178,9 @@ def features(
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
     fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
-    fields.fill_servers(rows[23:], candidates, bm25, None if cosine is None else rows[9])
+    fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
+    if cosine is not None:
+        np.multiply(rows[10], 1.0 - confidence, out=rows[27])
     return matrix
 
 
