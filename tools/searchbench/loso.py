@@ -51,7 +51,7 @@ def collect(sources: Sequence[Source], embedder: Embedder | None) -> list[Query]
                 for query in asked:
                     positions, matrix = index.candidates(query)
                     positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
-                    group = Group(matrix, positive)
+                    group = Group(matrix, positive, 1.0 / len(asked))  # as `ranker.groups`
                     out.append(Query((source.name, number, phrasing), group))
     return out
 

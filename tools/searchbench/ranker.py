@@ -39,7 +39,10 @@ class Group:
 
     matrix: np.ndarray
     positive: np.ndarray  # bool per candidate
-    weight: float = 1.0  # every query weighs the same (weighing each source the same generalised worse)
+    # Every request weighs the same, its queries sharing its weight (a model's call may hold up to
+    # five): as the measures count requests. Each query the same, or each source the same, did less
+    # well with a source left out (README.md, "Fourth round").
+    weight: float = 1.0
 
 
 def neutral() -> RankerWeights:
@@ -59,11 +62,12 @@ def groups(sources: Sequence[Source], embedder: Embedder | None, phrasings: Sequ
         names = [tool.name for tool in catalog.tools]
         for request in source.requests:
             for phrasing in phrasings:
-                for query in request.asked(phrasing):
+                asked = request.asked(phrasing)
+                for query in asked:
                     positions, matrix = index.candidates(query)
                     positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
                     if positive.any() and not positive.all():
-                        out.append(Group(matrix, positive))
+                        out.append(Group(matrix, positive, 1.0 / len(asked)))
     return out
 
 
