@@ -5,7 +5,8 @@ by a weighted sum of features that say more than one score can: BM25 over the wh
 over its name, its description and its parameters apart; how many of the query's terms the tool
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
 best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
-and the tool's server among the candidates (how many of them it has, their best BM25 and cosine).
+and the tool's server among the candidates (how many of them it has, their best BM25 and cosine);
+the cosine's gap to the best again, weighed by how little of the query the best candidate holds.
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
