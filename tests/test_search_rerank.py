@@ -78,6 +78,20 @@ def test_a_query_whose_words_reach_no_tool_is_ranked_too_and_the_guard_still_wor
     assert names(catalog, fused)[0] == "weather_get_forecast"
 
 
+def test_the_cosine_gap_counts_as_much_as_the_query_words_miss(embedder):
+    catalog = Catalog.from_definitions(TOOLS)
+    ranked = make_indexer(embedder)(catalog)
+    gap, gated = FEATURES.index("cosine_gap"), FEATURES.index("cosine_gap_when_words_miss")
+    found = ranked.find("umbrella tomorrow?")  # no word held: the whole gap
+    assert np.array_equal(found.matrix[:, gated], found.matrix[:, gap])
+    found = ranked.find("weather forecast umbrella")  # the best candidate holds some of the terms
+    held = found.matrix[:, FEATURES.index("query_terms_held")].max()
+    assert 0 < held < 1
+    assert np.allclose(found.matrix[:, gated], found.matrix[:, gap] * (1 - held))
+    lexical = make_indexer(None)(catalog).find("weather forecast umbrella")
+    assert not lexical.matrix[:, gated].any()  # no embedding, no cosine
+
+
 def test_an_empty_catalog_and_an_empty_query_find_nothing(embedder):
     empty = make_indexer(embedder)(Catalog.from_definitions([]))
     assert empty.search(["anything"], 5) == [[]]

@@ -308,3 +308,28 @@ def test_cross_fitting_takes_a_sources_cosines_from_its_own_model():
 
 def test_the_embedding_alone_is_measured_beside_the_others(tmdb):
     assert tmdb[("embedding", "model")].r5 > 0.5
+
+
+def test_the_ranker_fit_puts_the_positives_first_and_loso_counts_best_ranks():
+    import numpy as np
+
+    from tools.searchbench.loso import Query, ranks, recall
+    from tools.searchbench.ranker import Group, fit
+
+    rng = np.random.default_rng(0)
+    groups = []
+    for _ in range(40):  # feature 0 tells the positive; feature 1 is noise
+        matrix = rng.normal(size=(6, 2))
+        positive = np.zeros(6, dtype=bool)
+        positive[int(np.argmax(matrix[:, 0]))] = True
+        groups.append(Group(matrix, positive))
+    groups.append(Group(np.ones((3, 2)), np.ones(3, dtype=bool)))  # all positive: nothing to learn
+    linear = fit(groups, steps=200)
+    assert linear.weights[0] > 5 * abs(linear.weights[1])
+    queries = [Query(("s", i // 2, "model"), g) for i, g in enumerate(groups[:40])]
+    best = ranks(queries, linear)
+    assert set(best.values()) == {1} and len(best) == 20  # two queries a request, each found first
+    missing = Group(np.zeros((2, 2)), np.zeros(2, dtype=bool))
+    best = ranks([*queries, Query(("s", 99, "model"), missing)], linear)
+    assert best[("s", 99, "model")] == 0 and recall(best, 1, "model") == 20 / 21
+    assert recall(best, 1, "raw") == 0.0

@@ -7,6 +7,7 @@ python -m tools.searchbench build           # rebuild data/ from the pinned publ
 python -m tools.searchbench merge-queries --queries FILE.jsonl  # a model's first queries
 python -m tools.searchbench train-ranker --source-model msc-bench=DIR ...  # cross-fitted cosines
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
+python -m tools.searchbench loso            # the ranker trained on all dev, and leave-one-source-out
 """
 
 from __future__ import annotations
@@ -104,6 +105,18 @@ def _train_ranker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _loso(args: argparse.Namespace) -> int:
+    from toolsearch.search.embedder import load_configured_embedder
+
+    from . import loso
+
+    sources = load_sources("dev", Path(args.data))
+    embedder = load_configured_embedder(args.embedder, args.model_dir)
+    print("dev: trained on every dev source; out: each source by the ranker trained on the others")
+    print(loso.render(loso.judge(loso.collect(sources, embedder))))
+    return 0
+
+
 def _weak(args: argparse.Namespace) -> int:
     from toolsearch.search.embedder import load_configured_embedder
     from toolsearch.search.weak import WEAK_COSINE, WEAK_WORDS
@@ -121,7 +134,10 @@ def _weak(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
     parser.add_argument(
-        "command", nargs="?", default="run", choices=("run", "build", "train-ranker", "weak", "merge-queries")
+        "command",
+        nargs="?",
+        default="run",
+        choices=("run", "build", "train-ranker", "weak", "merge-queries", "loso"),
     )
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
@@ -148,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "train-ranker": _train_ranker,
         "weak": _weak,
         "merge-queries": _merge_queries,
+        "loso": _loso,
     }
     return commands[args.command](args)
 

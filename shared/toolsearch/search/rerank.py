@@ -5,7 +5,8 @@ by a weighted sum of features that say more than one score can: BM25 over the wh
 over its name, its description and its parameters apart; how many of the query's terms the tool
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
 best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
-and the tool's server among the candidates (how many of them it has, their best BM25 and cosine).
+and the tool's server among the candidates (how many of them it has, their best BM25 and cosine);
+the cosine's gap to the best again, weighed by how little of the query the best candidate holds.
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
@@ -68,6 +69,9 @@ FEATURES = (
     "server_best_bm25",  # its candidates' best `bm25`
     "server_bm25_share",  # its candidates' share of all candidates' `bm25`
     "server_best_cosine_gap",  # its candidates' best cosine minus the best candidate's
+    # cosine_gap x (1 - the best candidate's share of the query's terms): how far from the best
+    # cosine counts most where words alone say little (requests in a user's own words)
+    "cosine_gap_when_words_miss",
 )
 
 
@@ -175,7 +179,9 @@ def features(
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
     fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
-    fields.fill_servers(rows[23:], candidates, bm25, None if cosine is None else rows[9])
+    fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
+    if cosine is not None:
+        np.multiply(rows[10], 1.0 - confidence, out=rows[27])
     return matrix
 
 

@@ -1,0 +1,97 @@
+"""The ranker judged twice on the dev split: trained on all of it, and leave-one-source-out.
+
+Every dev query's candidates and features are computed once (the same `RankedIndex` the proxy
+runs, as `ranker.groups` does), then the ranker is fitted on all dev sources and scored on them,
+and fitted on every four and scored on the fifth, the five left-out scores pooled: the guard
+against a choice that fits only dev's own catalogs. R@1 and R@5 from the candidates' scores, as
+`measure` counts them (a request's best rank over its queries; ties by catalog position).
+
+    python -m tools.searchbench loso            # both, models' queries and raw text, per source
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from toolsearch.catalogs.catalog import Catalog
+from toolsearch.search import Embedder
+from toolsearch.search.embedding import VectorCache, build_embedding_index
+from toolsearch.search.lexical import build_lexical_index
+from toolsearch.search.rerank import FieldIndex, Linear, RankedIndex
+
+from .benchset import Source
+from .ranker import PHRASINGS, Group, fit, neutral
+
+Key = tuple[str, int, str]  # source, the request's place in it, phrasing
+
+
+@dataclass
+class Query:
+    """One query of one request: its candidates' features and which are a needed tool."""
+
+    key: Key
+    group: Group
+
+
+def collect(sources: Sequence[Source], embedder: Embedder | None) -> list[Query]:
+    out: list[Query] = []
+    cache = VectorCache()
+    for source in sources:
+        catalog = Catalog.from_definitions(source.tools)
+        semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
+        lexical = build_lexical_index(catalog.tools)
+        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, embedder)
+        names = [tool.name for tool in catalog.tools]
+        for number, request in enumerate(source.requests):
+            for phrasing in PHRASINGS:
+                asked = request.asked(phrasing)
+                for query in asked:
+                    positions, matrix = index.candidates(query)
+                    positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
+                    group = Group(matrix, positive, 1.0 / len(asked))  # as `ranker.groups`
+                    out.append(Query((source.name, number, phrasing), group))
+    return out
+
+
+def ranks(queries: Sequence[Query], linear: Linear) -> dict[Key, int]:
+    """Each request's best rank of a needed tool over its queries (0: not among the candidates)."""
+    best: dict[Key, int] = {}
+    for query in queries:
+        positive, rank = query.group.positive, 0
+        if positive.any():
+            order = np.argsort(-linear.scores(query.group.matrix), kind="stable")
+            rank = int(np.flatnonzero(positive[order])[0]) + 1
+        old = best.get(query.key, 0)
+        best[query.key] = rank if not old else (min(old, rank) if rank else old)
+    return best
+
+
+def recall(best: dict[Key, int], k: int, phrasing: str, source: str | None = None) -> float:
+    found = [r for (s, _, p), r in best.items() if p == phrasing and source in (None, s)]
+    return sum(0 < r <= k for r in found) / max(len(found), 1)
+
+
+def judge(queries: Sequence[Query]) -> dict[str, dict[Key, int]]:
+    """Best ranks: trained on all (`dev`), and each source by the ranker fitted on the others (`out`)."""
+    out = {"dev": ranks(queries, fit([q.group for q in queries])), "out": {}}
+    for source in sorted({q.key[0] for q in queries}):
+        linear = fit([q.group for q in queries if q.key[0] != source])
+        out["out"].update(ranks([q for q in queries if q.key[0] == source], linear))
+    return out
+
+
+def render(judged: dict[str, dict[Key, int]]) -> str:
+    """Pooled, then per source: R@1 and R@5, models' queries / raw text."""
+    lines = [f"{'source':<18} " + "  ".join(f"{key:>4} R@{k} model / raw" for key in judged for k in (1, 5))]
+    sources = sorted({s for s, _, _ in judged["dev"]})
+    for source in (None, *sources):
+        cells = [
+            " / ".join(f"{recall(judged[key], k, p, source):.3f}" for p in ("model", "raw"))
+            for key in judged
+            for k in (1, 5)
+        ]
+        lines.append(f"{source or 'all dev':<18} " + "  ".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines)
