@@ -233,6 +233,24 @@ def test_the_weak_check_reuses_the_search_and_gives_what_it_gave_alone(embedder)
         assert counting.texts == [query, query]
 
 
+def test_the_weak_check_reads_the_share_of_terms_held_only_for_candidates():
+    from toolsearch.search.weak import strength
+
+    catalog = Catalog.from_definitions(TOOLS)
+    ranked = make_indexer(None)(catalog)
+    assert isinstance(ranked, RankedIndex)
+    weather = [t.name for t in catalog.tools].index("weather_get_forecast")
+    query = "create a calendar event"
+    hits = [hit.position for hit in ranked.search([query], 3)[0]]
+    assert weather not in ranked.recall(query).candidates.tolist()
+    for positions in (hits, [weather, *hits], [weather], hits[1:]):
+        found = strength(ranked, query, positions)
+        ranked._recent.clear()  # forgotten: the share is counted over the catalog again
+        assert strength(ranked, query, positions) == found
+        ranked.search([query], 3)
+    assert strength(ranked, query, [weather]).words_held == 0.0  # the forecast holds none of them
+
+
 def test_the_recalled_queries_stay_bounded(embedder):
     from toolsearch.search.rerank import RECALLED_QUERIES
 

@@ -219,6 +219,22 @@ class QueryFacts:
 
     terms: tuple[str, ...]  # tokenize_query(query)
     best_cosine: float | None  # its highest cosine with any tool; None without an embedding
+    candidates: np.ndarray | None = None  # its candidates' positions, ascending
+    terms_held: np.ndarray | None = None  # their `query_terms_held`, in the same order
+
+    def words_held(self, positions: Sequence[int]) -> float | None:
+        """The best `query_terms_held` of these positions, or None unless all are candidates.
+
+        The weak-match check's share (search.weak), read from the features instead of summed
+        again over the catalog: the same counts divided by the same number of distinct terms."""
+        candidates, held = self.candidates, self.terms_held
+        if candidates is None or held is None or not len(candidates) or not len(positions):
+            return None
+        wanted = np.asarray(positions)
+        slots = np.searchsorted(candidates, wanted)
+        if (candidates.take(slots, mode="clip") != wanted).any():  # one is no candidate
+            return None
+        return float(held[slots].max())
 
 
 RECALLED_QUERIES = 64  # the last queries' facts kept per index: a search_tools call asks a few
@@ -274,7 +290,6 @@ class RankedIndex:
             cosines = self.semantic.scores(self.embedder.encode([query]))[0]
             semantic_top = self.semantic.rank_arrays(cosines, depth)
         best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
-        self._remember(query, QueryFacts(tuple(terms), best))
         if len(semantic_top[0]):
             chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
             chosen[lexical_top[0]] = True
@@ -283,6 +298,10 @@ class RankedIndex:
         else:  # BM25's alone: distinct positions
             positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
+        # The terms held are counted over the whole tool's text: the weak check's share only when
+        # that text is the BM25 index's own.
+        held = (positions, matrix[:, _HELD]) if self.fields.whole is self.lexical else (None, None)
+        self._remember(query, QueryFacts(tuple(terms), best, *held))
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:
