@@ -68,11 +68,14 @@ def verb_class(terms: Sequence[str]) -> int:
 
 
 # The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`), the rest counted (each distinct term once).
+# included, as `LexicalIndex.term_scores`), then, each distinct term once, five counted (each
+# posting 1) and the name's terms weighed by their IDF.
 _BM25_FIELDS = ("name", "description", "parameters")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names")
-_TABLE = _BM25_FIELDS + _COUNTED
-_NAME_COUNTED = len(_BM25_FIELDS) + _COUNTED.index("name")
+_WEIGHED = ("name",)
+_TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
+_HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
+_FACTS = 5  # the per-tool facts gathered by key: tool_ids' rows (tool_sizes has the first four)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,7 @@ class FieldSums:
     #                   server prefix, parameter names
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     idf_total: float  # the IDF of every distinct query term, summed
-    keys: np.ndarray  # (8 x candidates): row x catalog size + position, to pick per-tool facts with
+    keys: np.ndarray  # (5 x candidates): row x catalog size + position, to pick per-tool facts with
 
 
 class FieldIndex:
@@ -155,7 +158,7 @@ class FieldIndex:
     def _table(self) -> None:
         """Every field's postings in one table by term, a query term's slice holding all its fields':
         the BM25 fields' first (each posting's value its contribution), then the counted fields' (its
-        value the term's IDF: summed, it weighs the name's terms held; counted, the terms held)."""
+        value 1: summed, the terms held) and the weighed name's (its value the term's IDF)."""
         ids: dict[str, int] = {}
         for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
             for term in getattr(self, field)._term_ids:
@@ -172,13 +175,15 @@ class FieldIndex:
         self._idf_values: list[float] = self._idf.tolist()
         starts, keys, values, terms = self._postings(_TABLE)
         counted = keys >= len(_BM25_FIELDS) * self.size
-        values[counted] = self._idf[terms[counted]]
+        values[counted] = 1.0
+        weighed = keys >= (len(_BM25_FIELDS) + len(_COUNTED)) * self.size
+        values[weighed] = self._idf[terms[weighed]]
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
         self._postings_table = np.stack([keys.astype(np.float64), values])
-        # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
-        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
+        # Each fact's key of a position, to pick the candidates' facts with.
+        self._fact_keys = np.arange(_FACTS, dtype=np.int64)[:, None] * self.size
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -199,15 +204,15 @@ class FieldIndex:
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order).
 
-        One gather and two bincounts (values summed, postings counted): the BM25 fields' postings of
-        every term (repeats too, in the query's order) beside the counted fields' of each distinct
-        term (once), keys apart."""
-        n, size = len(candidates), self.size
+        One gather and one bincount into the candidates' slots only: the BM25 fields' postings of
+        every term (repeats too, in the query's order) beside the other fields' of each distinct
+        term (once). Each slot adds its postings in the order gathered, as a whole table would."""
+        n = len(candidates)
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
-        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
+        picked = candidates + self._fact_keys  # (facts x candidates): each fact's key of each
         if not found or not n:
             return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total, picked)
         starts, table = self._starts, self._postings_table
@@ -220,12 +225,19 @@ class FieldIndex:
                 spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else ends[t])])
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
-        keys = postings[0].astype(np.int64)
-        summed = np.bincount(keys, postings[1], len(_TABLE) * size)  # BM25; IDF of the terms held
-        counted = picked[len(_BM25_FIELDS) :]
-        held = np.bincount(keys, minlength=len(_TABLE) * size)[counted].astype(np.float64)
-        bm25 = summed[picked[: len(_BM25_FIELDS)]]
-        return FieldSums(bm25, held, summed[picked[_NAME_COUNTED]], idf_total, picked)
+        field, position = np.divmod(postings[0].astype(np.intp), self.size)
+        summed = np.bincount(self._slots(candidates)[position] + field, postings[1], (n + 1) * len(_TABLE))
+        summed = summed[: n * len(_TABLE)].reshape(n, len(_TABLE)).T  # (fields x candidates)
+        return FieldSums(summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-1], idf_total, picked)
+
+    def _slots(self, candidates: np.ndarray) -> np.ndarray:
+        """By position, where its candidate's sums start (slot x fields); after the last slot
+        (a spare one, left out) for a tool that is no candidate. The size of the catalog, not
+        of the catalog's fields: the bins a query adds into are its candidates' alone."""
+        fields = len(_TABLE)
+        slots = np.full(self.size, len(candidates) * fields, dtype=np.intp)
+        slots[candidates] = np.arange(0, len(candidates) * fields, fields)
+        return slots
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
