@@ -194,6 +194,8 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
         for row, index in enumerate((fields.name, fields.description, fields.parameters)):
             assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
         counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
+        counted += (fields.verb, fields.action_verb)  # one term each: 1 when the query asks it
+        assert len(sums.held) == len(counted)
         for row, index in enumerate(counted):
             assert np.array_equal(sums.held[row], index.term_matches(distinct)[candidates])
         df = fields.whole.document_frequencies()  # IDF: log(1 + N / df) over the whole tool's text
