@@ -150,13 +150,12 @@ def features(
     rows = matrix.T
     count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
-    whole = whole_scores[candidates]
-    top = float(whole.max())
-    bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
-    # name, description, parameters: each by its best candidate's (all 0 when that is 0)
-    for row, best in enumerate(sums.bm25.max(axis=1).tolist()):
-        if best > 0:
-            np.divide(sums.bm25[row], best, out=rows[1 + row])
+    # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
+    # when that is not above 0), in one division.
+    bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
+    best = bm25s.max(axis=1, keepdims=True)
+    np.divide(bm25s, best, out=rows[:4], where=best > 0)
+    bm25 = rows[0]
     name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
     np.divide(sums.held[:2], count, out=rows[4:6])
     np.divide(sums.held[1], name_sizes, out=rows[6])
