@@ -75,7 +75,6 @@ _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "act
 _WEIGHED = ("name",)
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
 _HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
-_FACTS = 4  # the per-tool facts gathered by key: tool_sizes' rows (tool_ids has the first two)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +86,7 @@ class FieldSums:
     #                   server prefix, parameter names, first name term, action's first term
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     idf_total: float  # the IDF of every distinct query term, summed
-    keys: np.ndarray  # (4 x candidates): row x catalog size + position, to pick per-tool facts with
+    keys: np.ndarray  # (fields x candidates): row x catalog size + position, to pick per-tool facts with
 
 
 class FieldIndex:
@@ -176,8 +175,8 @@ class FieldIndex:
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
         self._postings_table = np.stack([keys.astype(np.float64), values])
-        # Each fact's key of a position, to pick the candidates' facts with.
-        self._fact_keys = np.arange(_FACTS, dtype=np.int64)[:, None] * self.size
+        # Each field's key of a position, to pick the candidates' sums (and facts) with.
+        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -198,40 +197,32 @@ class FieldIndex:
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order).
 
-        One gather and one bincount into the candidates' slots only: the BM25 fields' postings of
-        every term (repeats too, in the query's order) beside the other fields' of each distinct
-        term (once). Each slot adds its postings in the order gathered, as a whole table would."""
+        One gather and one bincount: the BM25 fields' postings of every term (repeats too, in the
+        query's order) beside the other fields' of each distinct term (once), keys apart; the
+        candidates' sums picked by key. (Adding into the candidates' slots alone, each posting's
+        position mapped to its slot, was no faster at 2,000 or 6,000 tools: the mapping costs what
+        the smaller table saves.)"""
         n = len(candidates)
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
-        picked = candidates + self._fact_keys  # (facts x candidates): each fact's key of each
+        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         if not found or not n:
             return FieldSums(np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), idf_total, picked)
         starts, table = self._starts, self._postings_table
         if len(found) == 1:
             postings = table[:, starts[found[0]] : starts[found[0] + 1]]
         else:
-            ends, bm25_ends, seen = starts[1:], self._bm25_ends, set()
+            bm25_ends, seen = self._bm25_ends, set()
             spans = []
             for t in found:
-                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else ends[t])])
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
-        field, position = np.divmod(postings[0].astype(np.intp), self.size)
-        summed = np.bincount(self._slots(candidates)[position] + field, postings[1], (n + 1) * len(_TABLE))
-        summed = summed[: n * len(_TABLE)].reshape(n, len(_TABLE)).T  # (fields x candidates)
+        keys = postings[0].astype(np.intp)
+        summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
         return FieldSums(summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-1], idf_total, picked)
-
-    def _slots(self, candidates: np.ndarray) -> np.ndarray:
-        """By position, where its candidate's sums start (slot x fields); after the last slot
-        (a spare one, left out) for a tool that is no candidate. The size of the catalog, not
-        of the catalog's fields: the bins a query adds into are its candidates' alone."""
-        fields = len(_TABLE)
-        slots = np.full(self.size, len(candidates) * fields, dtype=np.intp)
-        slots[candidates] = np.arange(0, len(candidates) * fields, fields)
-        return slots
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
