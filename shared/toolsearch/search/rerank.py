@@ -125,6 +125,14 @@ def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -
         )
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+_NO_TOP = (_read_only(np.zeros(0, np.int64)), _read_only(np.zeros(0, np.float32)))  # no embedding: none
+
+
 def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
     return [Hit(p, s) for p, s in zip(top[0].tolist(), top[1].tolist(), strict=True)]
 
@@ -284,7 +292,7 @@ class RankedIndex:
         terms = tokenize_query(query)
         scores, matched = self.lexical.scores(terms)
         lexical_top = LexicalIndex.top_arrays(scores, matched, depth)
-        cosines, semantic_top = None, (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        cosines, semantic_top = None, _NO_TOP
         if self.semantic is not None and self.embedder is not None:
             cosines = self.semantic.scores(self.embedder.encode([query]))[0]
             semantic_top = self.semantic.rank_arrays(cosines, depth)
