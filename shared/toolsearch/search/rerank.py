@@ -114,13 +114,15 @@ def load_weights() -> RankerWeights | None:
 
 
 _RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
+# A query's work calls the arrays' own methods (argsort, searchsorted, nonzero) and the ufuncs'
+# reductions: numpy's functions of those names, and ndarray.max, are Python wrappers around them.
 
 
 def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -> None:
     """Into `row` (zeros): 1 / (2 + rank) of each candidate in one ranking's positions (best first)."""
     size = len(ranked)
     if size:  # candidates ascend and hold every ranked position
-        row[np.searchsorted(candidates, ranked)] = (
+        row[candidates.searchsorted(ranked)] = (
             _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
         )
 
@@ -161,7 +163,7 @@ def features(
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
     # when that is not above 0), in one division.
     bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
-    best = bm25s.max(axis=1, keepdims=True)
+    best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
     np.divide(bm25s, best, out=rows[:4], where=best > 0)
     bm25 = rows[0]
     name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
@@ -177,7 +179,7 @@ def features(
         np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
         _rank_feature(rows[12], semantic_positions, candidates)
     rows[13] = description_length
-    confidence = float(rows[4].max())
+    confidence = float(np.maximum.reduce(rows[4]))
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
@@ -191,7 +193,7 @@ def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int
     if not len(candidates):
         return []
     scores = ranker.scores(matrix)
-    best = np.argsort(-scores, kind="stable")[:limit]  # candidates ascend: ties stay by position
+    best = (-scores).argsort(kind="stable")[:limit]  # candidates ascend: ties stay by position
     return [Hit(p, s) for p, s in zip(candidates[best].tolist(), scores[best].tolist(), strict=True)]
 
 
@@ -238,7 +240,7 @@ class QueryFacts:
         if candidates is None or held is None or not len(candidates) or not len(positions):
             return None
         wanted = np.asarray(positions)
-        slots = np.searchsorted(candidates, wanted)
+        slots = candidates.searchsorted(wanted)
         if (candidates.take(slots, mode="clip") != wanted).any():  # one is no candidate
             return None
         return float(held[slots].max())
@@ -301,7 +303,7 @@ class RankedIndex:
             chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
             chosen[lexical_top[0]] = True
             chosen[semantic_top[0]] = True
-            positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+            positions = chosen.nonzero()[0].astype(np.int64, copy=False)
         else:  # BM25's alone: distinct positions
             positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
