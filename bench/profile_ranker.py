@@ -1,14 +1,16 @@
 """CPU per query of the ranking alone, in process: the learned ranker against fusion, same catalog.
 
     PYTHONPATH=shared .venv/bin/python bench/profile_ranker.py [--tools 1879] [--model DIR]
-        [--rankers learned,fusion] [--passes 5] [--profile] [--dump PATH]
+        [--rankers learned,fusion] [--passes 5] [--evict MB] [--profile] [--dump PATH]
 
 One catalog of `--tools` demo-style tools (bench/benchlib.py), indexed as the proxy does
 (`make_indexer`, `embedder none` unless `--model`), then per query what search_tools does with
 it (`service.finding._find`: the ranked hits, then the weak-match check), for every evaluation
 question (en + lt). Printed per ranker: CPU time per query (`time.process_time`, the least of
-`--passes` passes after a warm one) and its calls per query; with `--profile`, the functions of
-most own time from one pass under cProfile. Calls per query, and instructions per query under
+`--passes` passes after a warm one; with `--evict MB`, that much memory read before each query, not
+timed: the caches as cold as on a server whose other requests, and other processes, evicted them,
+which is how the HTTP bench meets each request) and its calls per query; with `--profile`, the
+functions of most own time from one pass under cProfile. Calls per query, and instructions per query under
 `valgrind --tool=callgrind` (run it with `--passes 1`), do not depend on the machine's load.
 
 `--dump PATH` writes, for the learned ranker, each query's candidates, feature matrix and hits
@@ -39,22 +41,24 @@ def build(ranker: str, tools: int, embedder: Any) -> Any:
     return make_indexer(embedder, ranker=ranker)(Catalog.from_definitions(scaled_definitions(tools)))
 
 
-def one_pass(index: Any, queries: list[str]) -> None:
+def one_pass(index: Any, queries: list[str], evict: np.ndarray | None = None) -> float:
+    """Seconds of CPU for these queries; with `evict`, that buffer read before each (not timed)."""
     from toolsearch.search.weak import is_weak, strength
 
+    spent = 0.0
     for query in queries:
+        if evict is not None:
+            evict.sum()
+        start = time.process_time()
         hits = index.search([query], 8)[0]
         is_weak(strength(index, query, [hit.position for hit in hits]))
+        spent += time.process_time() - start
+    return spent
 
 
-def timed(index: Any, queries: list[str], passes: int) -> float:
+def timed(index: Any, queries: list[str], passes: int, evict: np.ndarray | None) -> float:
     one_pass(index, queries)  # warm: caches filled
-    best = float("inf")
-    for _ in range(passes):
-        start = time.process_time()
-        one_pass(index, queries)
-        best = min(best, time.process_time() - start)
-    return best / len(queries) * 1e6
+    return min(one_pass(index, queries, evict) for _ in range(passes)) / len(queries) * 1e6
 
 
 def calls_per_query(index: Any, queries: list[str], show: bool) -> int:
@@ -95,6 +99,9 @@ def main() -> int:
     parser.add_argument("--rankers", default="learned,fusion")
     parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--profile", action="store_true", help="print the functions of most own time")
+    parser.add_argument(
+        "--evict", type=int, default=0, help="MB read before each query: caches as cold as a busy server's"
+    )
     parser.add_argument("--dump", help="write the learned ranker's features and hits here (.npz)")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="two dumps: equal or not")
     args = parser.parse_args()
@@ -107,7 +114,8 @@ def main() -> int:
         return 0
     for ranker in args.rankers.split(","):
         index = build(ranker, args.tools, embedder)
-        cpu_us = timed(index, queries, args.passes)
+        evict = np.ones(args.evict << 17) if args.evict else None  # 8-byte floats
+        cpu_us = timed(index, queries, args.passes, evict)
         calls = calls_per_query(index, queries, args.profile)
         print(f"{ranker:8s} {cpu_us:7.1f} us CPU a query, {calls} calls", end=" ")
         print(f"({len(queries)} queries, {args.tools} tools)")
