@@ -208,6 +208,8 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
         for row, index in enumerate((fields.name, fields.description, fields.parameters)):
             assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
         counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
+        counted += (fields.verb, fields.action_verb)  # one term each: 1 when the query asks it
+        assert len(sums.held) == len(counted)
         for row, index in enumerate(counted):
             assert np.array_equal(sums.held[row], index.term_matches(distinct)[candidates])
         df = fields.whole.document_frequencies()  # IDF: log(1 + N / df) over the whole tool's text
@@ -245,6 +247,24 @@ def test_the_weak_check_reuses_the_search_and_gives_what_it_gave_alone(embedder)
         ranked._recent.clear()  # forgotten: the check works it out alone, to the same figures
         assert strength(ranked, query, [hit.position for hit in hits], cosine=True) == found
         assert counting.texts == [query, query]
+
+
+def test_the_weak_check_reads_the_share_of_terms_held_only_for_candidates():
+    from toolsearch.search.weak import strength
+
+    catalog = Catalog.from_definitions(TOOLS)
+    ranked = make_indexer(None)(catalog)
+    assert isinstance(ranked, RankedIndex)
+    weather = [t.name for t in catalog.tools].index("weather_get_forecast")
+    query = "create a calendar event"
+    hits = [hit.position for hit in ranked.search([query], 3)[0]]
+    assert weather not in ranked.recall(query).candidates.tolist()
+    for positions in (hits, [weather, *hits], [weather], hits[1:]):
+        found = strength(ranked, query, positions)
+        ranked._recent.clear()  # forgotten: the share is counted over the catalog again
+        assert strength(ranked, query, positions) == found
+        ranked.search([query], 3)
+    assert strength(ranked, query, [weather]).words_held == 0.0  # the forecast holds none of them
 
 
 def test_the_recalled_queries_stay_bounded(embedder):

@@ -68,11 +68,13 @@ def verb_class(terms: Sequence[str]) -> int:
 
 
 # The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`), the rest counted (each distinct term once).
+# included, as `LexicalIndex.term_scores`), then, each distinct term once, five counted (each
+# posting 1) and the name's terms weighed by their IDF.
 _BM25_FIELDS = ("name", "description", "parameters")
-_COUNTED = ("whole", "name", "action", "server", "parameter_names")
-_TABLE = _BM25_FIELDS + _COUNTED
-_NAME_COUNTED = len(_BM25_FIELDS) + _COUNTED.index("name")
+_COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb")
+_WEIGHED = ("name",)
+_TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
+_HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +82,11 @@ class FieldSums:
     """One query's sums for its candidates, in the candidates' order."""
 
     bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
-    held: np.ndarray  # (5 x candidates): distinct query terms held by the whole tool, name, action,
-    #                   server prefix, parameter names
+    held: np.ndarray  # (7 x candidates): distinct query terms held by the whole tool, name, action,
+    #                   server prefix, parameter names, first name term, action's first term
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     idf_total: float  # the IDF of every distinct query term, summed
-    keys: np.ndarray  # (8 x candidates): row x catalog size + position, to pick per-tool facts with
+    keys: np.ndarray  # (fields x candidates): row x catalog size + position, to pick per-tool facts with
 
 
 class FieldIndex:
@@ -100,18 +102,14 @@ class FieldIndex:
         )
         self.whole = whole  # the tool's whole text: one posting per term and tool, so it counts terms held
         self.name_sizes = np.array([max(len(n), 1) for n in names], dtype=np.float64)
-        term_ids: dict[str, int] = {}
-        self.verbs = np.array(
-            [term_ids.setdefault(n[0], len(term_ids)) if n else -1 for n in names], dtype=np.int64
-        )
-        self._verb_ids = term_ids
+        # The tool's first name term (its verb, mostly) as a field of one term: counted for the
+        # query's terms, it says whether the query asks it; the same for the action's below.
+        self.verb = LexicalIndex([n[:1] for n in names])
         self.description_length = np.log1p([len(terms) for terms in descriptions]) / 5.0
         self.size = len(tools)
         parts = server_and_action([tool.name for tool in tools])
         actions = [tokenize(name_words(action)) for _, action in parts]
-        self.action_verb_ids = np.array(
-            [term_ids.setdefault(a[0], len(term_ids)) if a else -1 for a in actions], dtype=np.int64
-        )
+        self.action_verb = LexicalIndex([a[:1] for a in actions])
         self.action = LexicalIndex([list(dict.fromkeys(a)) for a in actions])
         self.action_sizes = np.array([len(set(a)) if len(a) > 1 else len(a) + 1 for a in actions])
         self.action_phrases = [" " + " ".join(a) + " " for a in actions]
@@ -138,9 +136,7 @@ class FieldIndex:
         # What the features gather of each candidate, fact after fact, each by key (fact x catalog
         # size + position): one gather with `FieldSums.keys` takes a few facts of every candidate.
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
-        self.tool_ids = np.concatenate(
-            [self.verbs, self.action_verb_ids, classes, self.action_ids, self.server_ids]
-        ).astype(np.int64)
+        self.tool_ids = np.concatenate([classes, self.action_ids]).astype(np.int64)
         self.tool_sizes = np.concatenate(
             [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
         ).astype(np.float64)
@@ -155,7 +151,7 @@ class FieldIndex:
     def _table(self) -> None:
         """Every field's postings in one table by term, a query term's slice holding all its fields':
         the BM25 fields' first (each posting's value its contribution), then the counted fields' (its
-        value the term's IDF: summed, it weighs the name's terms held; counted, the terms held)."""
+        value 1: summed, the terms held) and the weighed name's (its value the term's IDF)."""
         ids: dict[str, int] = {}
         for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
             for term in getattr(self, field)._term_ids:
@@ -172,12 +168,14 @@ class FieldIndex:
         self._idf_values: list[float] = self._idf.tolist()
         starts, keys, values, terms = self._postings(_TABLE)
         counted = keys >= len(_BM25_FIELDS) * self.size
-        values[counted] = self._idf[terms[counted]]
+        values[counted] = 1.0
+        weighed = keys >= (len(_BM25_FIELDS) + len(_COUNTED)) * self.size
+        values[weighed] = self._idf[terms[weighed]]
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
         self._postings_table = np.stack([keys.astype(np.float64), values])
-        # Each field's keys of a position, to pick the candidates' sums out of a whole table's.
+        # Each field's key of a position, to pick the candidates' sums (and facts) with.
         self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -199,33 +197,32 @@ class FieldIndex:
     def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
         """BM25 and terms held per field, for these candidates (distinct positions, any order).
 
-        One gather and two bincounts (values summed, postings counted): the BM25 fields' postings of
-        every term (repeats too, in the query's order) beside the counted fields' of each distinct
-        term (once), keys apart."""
-        n, size = len(candidates), self.size
+        One gather and one bincount: the BM25 fields' postings of every term (repeats too, in the
+        query's order) beside the other fields' of each distinct term (once), keys apart; the
+        candidates' sums picked by key. (Adding into the candidates' slots alone, each posting's
+        position mapped to its slot, was no faster at 2,000 or 6,000 tools: the mapping costs what
+        the smaller table saves.)"""
+        n = len(candidates)
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         if not found or not n:
-            return FieldSums(np.zeros((3, n)), np.zeros((5, n)), np.zeros(n), idf_total, picked)
+            return FieldSums(np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), idf_total, picked)
         starts, table = self._starts, self._postings_table
         if len(found) == 1:
             postings = table[:, starts[found[0]] : starts[found[0] + 1]]
         else:
-            ends, bm25_ends, seen = starts[1:], self._bm25_ends, set()
+            bm25_ends, seen = self._bm25_ends, set()
             spans = []
             for t in found:
-                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else ends[t])])
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
-        keys = postings[0].astype(np.int64)
-        summed = np.bincount(keys, postings[1], len(_TABLE) * size)  # BM25; IDF of the terms held
-        counted = picked[len(_BM25_FIELDS) :]
-        held = np.bincount(keys, minlength=len(_TABLE) * size)[counted].astype(np.float64)
-        bm25 = summed[picked[: len(_BM25_FIELDS)]]
-        return FieldSums(bm25, held, summed[picked[_NAME_COUNTED]], idf_total, picked)
+        keys = postings[0].astype(np.intp)
+        summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
+        return FieldSums(summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-1], idf_total, picked)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
@@ -246,18 +243,14 @@ class FieldIndex:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
         distinct = list(dict.fromkeys(terms))
         count = max(len(distinct), 1)
-        verbs, action_verbs, classes, actions = self.tool_ids[sums.keys[:4]]
-        verb_ids = self._verb_ids
-        asked_ids = [verb_ids[t] for t in distinct if t in verb_ids]
-        if asked_ids:
-            asked = self._asked(asked_ids)
-            rows[0] = asked[action_verbs]
-            if verb_asked is not None:
-                verb_asked[:] = asked[verbs]
+        classes, actions = self.tool_ids[sums.keys[:2]]
+        held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
+        rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
+        if verb_asked is not None:
+            verb_asked[:] = held[5]
         query_class = verb_class(distinct)
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][classes]
-        held = sums.held  # the whole tool, name, action, server prefix, parameter names
         action_sizes, server_sizes = self.tool_sizes[sums.keys[2:4]]
         np.divide(held[3], server_sizes, out=rows[2])
         np.divide(held[4], count, out=rows[3])
@@ -289,14 +282,3 @@ class FieldIndex:
             best_cosine = np.full(count, -np.inf)
             np.maximum.at(best_cosine, server, cosine)
             rows[3] = best_cosine[server] - cosine.max()
-
-    def verb_asked(self, terms: Sequence[str], candidates: np.ndarray) -> np.ndarray:
-        """Whether each candidate's first name term is one of `terms`."""
-        asked = [self._verb_ids[t] for t in set(terms) if t in self._verb_ids]
-        return self._asked(asked)[self.verbs[candidates]].astype(np.float64)
-
-    def _asked(self, verb_ids: Sequence[int]) -> np.ndarray:
-        """By verb id, whether it is among `verb_ids`; its last entry (id -1: no verb) is False."""
-        asked = np.zeros(len(self._verb_ids) + 1, dtype=bool)
-        asked[list(verb_ids)] = True
-        return asked

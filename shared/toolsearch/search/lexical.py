@@ -134,13 +134,15 @@ class LexicalIndex:
     @staticmethod
     def top_arrays(scores: np.ndarray, matched: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
         """`top` as two arrays, positions and their scores, best first: no `Hit` made per document."""
-        candidates = np.flatnonzero(matched)
+        # The arrays' own methods, here and below: numpy's functions of the same names are Python
+        # wrappers around them, a few calls a query each.
+        candidates = matched.nonzero()[0]
         candidate_scores = scores[candidates]
         if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them
             threshold = np.partition(candidate_scores, len(candidates) - limit)[len(candidates) - limit]
             keep = candidate_scores >= threshold
             candidates, candidate_scores = candidates[keep], candidate_scores[keep]
-        order = np.argsort(-candidate_scores, kind="stable")[:limit]  # candidates ascend, so ties by position
+        order = (-candidate_scores).argsort(kind="stable")[:limit]  # candidates ascend, so ties by position
         return candidates[order], candidate_scores[order]
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:

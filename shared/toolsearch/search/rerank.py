@@ -118,15 +118,25 @@ def load_weights() -> RankerWeights | None:
 
 
 _RECIPROCALS = 1.0 / (2.0 + np.arange(256))  # 1 / (2 + rank), for the ranks of a ranking's top
+# A query's work calls the arrays' own methods (argsort, searchsorted, nonzero) and the ufuncs'
+# reductions: numpy's functions of those names, and ndarray.max, are Python wrappers around them.
 
 
 def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -> None:
     """Into `row` (zeros): 1 / (2 + rank) of each candidate in one ranking's positions (best first)."""
     size = len(ranked)
     if size:  # candidates ascend and hold every ranked position
-        row[np.searchsorted(candidates, ranked)] = (
+        row[candidates.searchsorted(ranked)] = (
             _RECIPROCALS[:size] if size <= len(_RECIPROCALS) else 1.0 / (2.0 + np.arange(size))
         )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+_NO_TOP = (_read_only(np.zeros(0, np.int64)), _read_only(np.zeros(0, np.float32)))  # no embedding: none
 
 
 def _hits(top: tuple[np.ndarray, np.ndarray]) -> list[Hit]:
@@ -154,13 +164,12 @@ def features(
     rows = matrix.T
     count = max(len(dict.fromkeys(terms)), 1)
     sums = fields.sums(terms, candidates)
-    whole = whole_scores[candidates]
-    top = float(whole.max())
-    bm25 = np.divide(whole, top, out=rows[0]) if top > 0 else rows[0]
-    # name, description, parameters: each by its best candidate's (all 0 when that is 0)
-    for row, best in enumerate(sums.bm25.max(axis=1).tolist()):
-        if best > 0:
-            np.divide(sums.bm25[row], best, out=rows[1 + row])
+    # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
+    # when that is not above 0), in one division.
+    bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
+    best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
+    np.divide(bm25s, best, out=rows[:4], where=best > 0)
+    bm25 = rows[0]
     name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
     np.divide(sums.held[:2], count, out=rows[4:6])
     np.divide(sums.held[1], name_sizes, out=rows[6])
@@ -174,7 +183,7 @@ def features(
         np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
         _rank_feature(rows[12], semantic_positions, candidates)
     rows[13] = description_length
-    confidence = float(rows[4].max())
+    confidence = float(np.maximum.reduce(rows[4]))
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
@@ -190,7 +199,7 @@ def order(matrix: np.ndarray, candidates: np.ndarray, ranker: Linear, limit: int
     if not len(candidates):
         return []
     scores = ranker.scores(matrix)
-    best = np.argsort(-scores, kind="stable")[:limit]  # candidates ascend: ties stay by position
+    best = (-scores).argsort(kind="stable")[:limit]  # candidates ascend: ties stay by position
     return [Hit(p, s) for p, s in zip(candidates[best].tolist(), scores[best].tolist(), strict=True)]
 
 
@@ -225,6 +234,22 @@ class QueryFacts:
 
     terms: tuple[str, ...]  # tokenize_query(query)
     best_cosine: float | None  # its highest cosine with any tool; None without an embedding
+    candidates: np.ndarray | None = None  # its candidates' positions, ascending
+    terms_held: np.ndarray | None = None  # their `query_terms_held`, in the same order
+
+    def words_held(self, positions: Sequence[int]) -> float | None:
+        """The best `query_terms_held` of these positions, or None unless all are candidates.
+
+        The weak-match check's share (search.weak), read from the features instead of summed
+        again over the catalog: the same counts divided by the same number of distinct terms."""
+        candidates, held = self.candidates, self.terms_held
+        if candidates is None or held is None or not len(candidates) or not len(positions):
+            return None
+        wanted = np.asarray(positions)
+        slots = candidates.searchsorted(wanted)
+        if (candidates.take(slots, mode="clip") != wanted).any():  # one is no candidate
+            return None
+        return float(held[slots].max())
 
 
 RECALLED_QUERIES = 64  # the last queries' facts kept per index: a search_tools call asks a few
@@ -275,20 +300,23 @@ class RankedIndex:
         terms = tokenize_query(query)
         scores, matched = self.lexical.scores(terms)
         lexical_top = LexicalIndex.top_arrays(scores, matched, depth)
-        cosines, semantic_top = None, (np.zeros(0, np.int64), np.zeros(0, np.float32))
+        cosines, semantic_top = None, _NO_TOP
         if self.semantic is not None and self.embedder is not None:
             cosines = self.semantic.scores(self.embedder.encode([query]))[0]
             semantic_top = self.semantic.rank_arrays(cosines, depth)
         best = None if cosines is None else (float(cosines.max()) if len(cosines) else 0.0)
-        self._remember(query, QueryFacts(tuple(terms), best))
         if len(semantic_top[0]):
             chosen = np.zeros(self.lexical.size, dtype=bool)  # the union, ascending: no sort needed
             chosen[lexical_top[0]] = True
             chosen[semantic_top[0]] = True
-            positions = np.flatnonzero(chosen).astype(np.int64, copy=False)
+            positions = chosen.nonzero()[0].astype(np.int64, copy=False)
         else:  # BM25's alone: distinct positions
             positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
+        # The terms held are counted over the whole tool's text: the weak check's share only when
+        # that text is the BM25 index's own.
+        held = (positions, matrix[:, _HELD]) if self.fields.whole is self.lexical else (None, None)
+        self._remember(query, QueryFacts(tuple(terms), best, *held))
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
     def search(self, queries: Sequence[str], limit: int) -> list[list[Hit]]:

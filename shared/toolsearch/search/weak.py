@@ -12,8 +12,8 @@ prints both rates; tools/searchbench/README.md has them.
 Works on any index that exposes its BM25 index as `lexical` (and, for the cosine, `semantic` and
 `embedder`), or is a `LexicalIndex` itself; any other index is never called weak. The cosine is
 only computed when the words are under their threshold; an index that remembers what searching the
-query found (`RankedIndex.recall`) hands over its terms and best cosine, so the query is neither
-tokenized nor embedded again.
+query found (`RankedIndex.recall`) hands over its terms, best cosine and its candidates' share of
+the terms, so the query is neither tokenized nor embedded again, nor its terms counted again.
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine
     recall = getattr(index, "recall", None)
     facts = recall(query) if callable(recall) else None  # what searching it found: the same values
     terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
-    held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
+    held = facts.words_held(positions) if facts is not None and terms else None
+    if held is None:
+        held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
     best = None
     semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
     if (cosine or held < WEAK_WORDS) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
