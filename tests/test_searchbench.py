@@ -333,3 +333,27 @@ def test_the_ranker_fit_puts_the_positives_first_and_loso_counts_best_ranks():
     best = ranks([*queries, Query(("s", 99, "model"), missing)], linear)
     assert best[("s", 99, "model")] == 0 and recall(best, 1, "model") == 20 / 21
     assert recall(best, 1, "raw") == 0.0
+
+
+def test_the_measured_only_sources_are_scored_but_never_trained_on():
+    import numpy as np
+
+    from tools.searchbench import loso
+    from tools.searchbench.ranker import MEASURED_ONLY, Group, trainable
+
+    dev = load_sources("dev")
+    assert {s.name for s in dev} >= MEASURED_ONLY  # a renamed source would silently be trained on
+    assert not {s.name for s in trainable(dev)} & MEASURED_ONLY
+    # A measured-only source whose features say the opposite of the others' must not move the fit.
+    rng = np.random.default_rng(1)
+    queries = []
+    for i in range(30):
+        for source, sign in (("seal-tools", 1.0), ("tooltalk", 1.0), ("tau-bench", -1.0)):
+            matrix = rng.normal(size=(5, 1))
+            positive = np.zeros(5, dtype=bool)
+            positive[int(np.argmax(sign * matrix[:, 0]))] = True
+            queries.append(loso.Query((source, i, "model"), Group(matrix, positive)))
+    judged = loso.judge(queries)
+    assert loso.recall(judged["dev"], 1, "model", "seal-tools") == 1.0
+    assert loso.recall(judged["dev"], 1, "model", "tau-bench") < 0.5  # scored, by the others' fit
+    assert judged["out"].keys() == judged["dev"].keys()

@@ -108,11 +108,14 @@ def _train_ranker(args: argparse.Namespace) -> int:
 def _loso(args: argparse.Namespace) -> int:
     from toolsearch.search.embedder import load_configured_embedder
 
-    from . import loso
+    from . import loso, ranker
 
     sources = load_sources("dev", Path(args.data))
     embedder = load_configured_embedder(args.embedder, args.model_dir)
-    print("dev: trained on every dev source; out: each source by the ranker trained on the others")
+    print(
+        "dev: trained on every dev source but those measured only"
+        f" ({', '.join(sorted(ranker.MEASURED_ONLY))}); out: each source by the ranker trained on the others"
+    )
     print(loso.render(loso.judge(loso.collect(sources, embedder))))
     return 0
 

@@ -23,7 +23,7 @@ from toolsearch.search.lexical import build_lexical_index
 from toolsearch.search.rerank import FieldIndex, Linear, RankedIndex
 
 from .benchset import Source
-from .ranker import PHRASINGS, Group, fit, neutral
+from .ranker import MEASURED_ONLY, PHRASINGS, Group, fit, neutral
 
 Key = tuple[str, int, str]  # source, the request's place in it, phrasing
 
@@ -75,11 +75,19 @@ def recall(best: dict[Key, int], k: int, phrasing: str, source: str | None = Non
 
 
 def judge(queries: Sequence[Query]) -> dict[str, dict[Key, int]]:
-    """Best ranks: trained on all (`dev`), and each source by the ranker fitted on the others (`out`)."""
-    out = {"dev": ranks(queries, fit([q.group for q in queries])), "out": {}}
+    """Best ranks: trained on all (`dev`), and each source by the ranker fitted on the others (`out`).
+    `MEASURED_ONLY` sources are never trained on: both columns score them with the ranker fitted on
+    the rest, as the default is."""
+    trained = [q for q in queries if q.key[0] not in MEASURED_ONLY]
+    everything = fit([q.group for q in trained])
+    out = {"dev": ranks(queries, everything), "out": {}}
     for source in sorted({q.key[0] for q in queries}):
-        linear = fit([q.group for q in queries if q.key[0] != source])
-        out["out"].update(ranks([q for q in queries if q.key[0] == source], linear))
+        left_out = [q for q in queries if q.key[0] == source]
+        if source in MEASURED_ONLY:
+            out["out"].update(ranks(left_out, everything))
+            continue
+        linear = fit([q.group for q in trained if q.key[0] != source])
+        out["out"].update(ranks(left_out, linear))
     return out
 
 

@@ -31,6 +31,15 @@ L2 = 1e-3
 STEPS = 600
 RATE = 0.05
 PHRASINGS = ("raw", "model")
+# Dev sources the ranker is measured on but not trained on: with either in training, the five
+# others scored left out lost R@1 (AgentDojo: raw 0.827 -> 0.820; tau-bench, whose requests are a
+# simulated user's brief that opens with who they are: models' 0.881 -> 0.871, raw -> 0.787), and
+# neither gained when itself left out (README.md, "Fourth round"). Choices are still judged on them.
+MEASURED_ONLY = frozenset({"agentdojo", "tau-bench"})
+
+
+def trainable(sources: Sequence[Source]) -> list[Source]:
+    return [s for s in sources if s.name not in MEASURED_ONLY]
 
 
 @dataclass
@@ -120,8 +129,10 @@ def _json(linear: Linear) -> dict[str, list[float]]:
 def train(
     sources: Sequence[Source], embedder: Embedder | None, per_source: Mapping[str, Embedder] | None = None
 ) -> dict[str, object]:
-    """`per_source`: the embedder whose cosines a source's queries are trained with (cross-fitting)."""
+    """`per_source`: the embedder whose cosines a source's queries are trained with (cross-fitting).
+    Sources of `MEASURED_ONLY` are left out."""
     phrasings = PHRASINGS
+    sources = trainable(sources)
     out: dict[str, object] = {
         "features": list(FEATURES),
         "hybrid": _json(fit(groups(sources, embedder, phrasings, per_source))),
