@@ -16,16 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder
-from toolsearch.search.embedding import VectorCache, build_embedding_index
-from toolsearch.search.lexical import build_lexical_index
-from toolsearch.search.rerank import FieldIndex, Linear, RankedIndex
+from toolsearch.search.rerank import Linear
 
 from .benchset import Source
-from .ranker import MEASURED_ONLY, PHRASINGS, Group, fit, neutral
-
-Key = tuple[str, int, str]  # source, the request's place in it, phrasing
+from .ranker import MEASURED_ONLY, PHRASINGS, Group, Key, fit, keyed_groups
 
 
 @dataclass
@@ -37,23 +32,7 @@ class Query:
 
 
 def collect(sources: Sequence[Source], embedder: Embedder | None) -> list[Query]:
-    out: list[Query] = []
-    cache = VectorCache()
-    for source in sources:
-        catalog = Catalog.from_definitions(source.tools)
-        semantic = build_embedding_index(catalog.tools, embedder, cache) if embedder else None
-        lexical = build_lexical_index(catalog.tools)
-        index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, embedder)
-        names = [tool.name for tool in catalog.tools]
-        for number, request in enumerate(source.requests):
-            for phrasing in PHRASINGS:
-                asked = request.asked(phrasing)
-                for query in asked:
-                    positions, matrix = index.candidates(query)
-                    positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
-                    group = Group(matrix, positive, 1.0 / len(asked))  # as `ranker.groups`
-                    out.append(Query((source.name, number, phrasing), group))
-    return out
+    return [Query(key, group) for key, group in keyed_groups(sources, embedder, PHRASINGS)]
 
 
 def ranks(queries: Sequence[Query], linear: Linear) -> dict[Key, int]:

@@ -12,7 +12,7 @@ One set for hybrid search, one for BM25 alone (no cosine features, BM25's candid
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,15 +60,18 @@ def neutral() -> RankerWeights:
     return RankerWeights(hybrid=linear, lexical=linear)
 
 
-def groups(
+Key = tuple[str, int, str]  # source, the request's place in it, phrasing
+
+
+def keyed_groups(
     sources: Sequence[Source],
     embedder: Embedder | None,
     phrasings: Sequence[str],
     per_source: Mapping[str, Embedder] | None = None,
-) -> list[Group]:
-    """`per_source`: a source's own embedder instead of `embedder` (cross-fitting: a model that never
-    saw that source's requests gives its cosines)."""
-    out: list[Group] = []
+) -> Iterator[tuple[Key, Group]]:
+    """Every query's candidates and features, with the request it asks for (the `RankedIndex` the
+    proxy runs). `per_source`: a source's own embedder instead of `embedder` (cross-fitting: a model
+    that never saw that source's requests gives its cosines)."""
     caches: dict[int, VectorCache] = {}  # vectors are cached by text: one cache per model
     for source in sources:
         catalog = Catalog.from_definitions(source.tools)
@@ -81,15 +84,27 @@ def groups(
         lexical = build_lexical_index(catalog.tools)
         index = RankedIndex(lexical, FieldIndex(catalog.tools, lexical), neutral(), semantic, model)
         names = [tool.name for tool in catalog.tools]
-        for request in source.requests:
+        for number, request in enumerate(source.requests):
             for phrasing in phrasings:
                 asked = request.asked(phrasing)
                 for query in asked:
                     positions, matrix = index.candidates(query)
                     positive = np.array([names[p] in request.tools for p in positions], dtype=bool)
-                    if positive.any() and not positive.all():
-                        out.append(Group(matrix, positive, 1.0 / len(asked)))
-    return out
+                    yield (source.name, number, phrasing), Group(matrix, positive, 1.0 / len(asked))
+
+
+def groups(
+    sources: Sequence[Source],
+    embedder: Embedder | None,
+    phrasings: Sequence[str],
+    per_source: Mapping[str, Embedder] | None = None,
+) -> list[Group]:
+    """The groups training can learn from: some candidates needed, not all."""
+    return [
+        group
+        for _, group in keyed_groups(sources, embedder, phrasings, per_source)
+        if group.positive.any() and not group.positive.all()
+    ]
 
 
 def fit(train: Sequence[Group], l2: float = L2, steps: int = STEPS) -> Linear:
