@@ -20,7 +20,7 @@ from toolsearch.search import Hit, SearchIndex
 from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.hybrid import CANDIDATES, HybridIndex, fuse
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.rerank import _HELD, FEATURES, RankedIndex, features, order
+from toolsearch.search.rerank import FEATURES, TERMS_HELD, RankedIndex, features, order
 from toolsearch.search.text import tokenize, tokenize_query
 from toolsearch.service.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -64,7 +64,7 @@ def ranking(index: SearchIndex, query: str) -> dict[str, Any]:
     """The whole ranking search makes of `query` at depth CANDIDATES, and how it was made."""
     if isinstance(index, RankedIndex):
         found = index.find(query, CANDIDATES)
-        held = float(found.matrix[:, _HELD].max(initial=0.0))
+        held = float(found.matrix[:, TERMS_HELD].max(initial=0.0))
         fallback = bool(len(found.semantic_top[0])) and held < index.words_threshold
         size = len(found.positions)
         hits = (

@@ -36,7 +36,16 @@ from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query
 
-__all__ = ["FEATURES", "FieldIndex", "Linear", "RankedIndex", "RankerWeights", "features", "load_weights"]
+__all__ = [
+    "FEATURES",
+    "TERMS_HELD",
+    "FieldIndex",
+    "Linear",
+    "RankedIndex",
+    "RankerWeights",
+    "features",
+    "load_weights",
+]
 
 FEATURES = (
     "bm25",  # the whole tool, scaled by the best candidate's
@@ -209,7 +218,7 @@ CANDIDATES = 50  # from each ranking, before ranking their union
 # -> 0.801), and even at "no word held" one request (0.806 -> 0.805); it gained only on our own
 # made-up set (tools/searchbench/README.md, "Choices"), which the rule does not let decide.
 WORDS_THRESHOLD = 0.0
-_HELD = FEATURES.index("query_terms_held")
+TERMS_HELD = FEATURES.index("query_terms_held")  # its column in the feature matrix
 
 
 @dataclass(frozen=True)
@@ -315,7 +324,7 @@ class RankedIndex:
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.
-        held = (positions, matrix[:, _HELD]) if self.fields.whole is self.lexical else (None, None)
+        held = (positions, matrix[:, TERMS_HELD]) if self.fields.whole is self.lexical else (None, None)
         self._remember(query, QueryFacts(tuple(terms), best, *held))
         return Candidates(positions, matrix, lexical_top, semantic_top)
 
@@ -326,7 +335,7 @@ class RankedIndex:
             if (
                 len(found.semantic_top[0])
                 and self.words_threshold > 0  # a share held is never under 0: not looked at
-                and float(found.matrix[:, _HELD].max(initial=0.0)) < self.words_threshold
+                and float(found.matrix[:, TERMS_HELD].max(initial=0.0)) < self.words_threshold
             ):
                 # Few of the query's words are in any tool: outside what the ranker learned from.
                 results.append(fuse(found.lexical_hits, found.semantic_hits, limit, self.fusion))
