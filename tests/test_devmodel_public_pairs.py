@@ -61,3 +61,15 @@ def test_a_looked_up_server_is_used_where_the_names_carry_none():
     training = build([source], {"seal-tools": {"sendEmail": "Office", "readInbox": "Office"}})
     assert set(training.servers.values()) == {"searchbench:seal-tools:Office"}
     assert len(training.tools) == 2
+
+
+def test_the_conversational_sources_servers_are_their_names_prefixes():
+    for name in ("agentdojo", "tau-bench"):
+        source = _source(
+            name,
+            "dev",
+            ["banking-send_money", "slack-send_message"],
+            [Request("1", "pay Ann", (("banking-send_money",),))],
+        )
+        training = build([source], {})
+        assert set(training.servers.values()) == {f"searchbench:{name}:banking"}  # slack is no dev server

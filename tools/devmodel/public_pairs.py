@@ -4,9 +4,10 @@ Reads `tools/searchbench/data/*.json` (the dev split only: a test request is nev
 split) and writes a training-set file (`TrainingSet`'s format, without translation or paraphrase
 pairs) that `python -m tools.devmodel --public-pairs FILE` adds to the synthetic requests:
 
-- tools: every tool of a dev server (the benchmark's server of the tool: MSC-Bench's MCP server and
-  StableToolBench's RapidAPI, both the name's prefix before the first `-`; Seal-Tools' top-level
-  field; ToolTalk's plugin; RestBench TMDB one server), as the proxy embeds it (`embedding_text`),
+- tools: every tool of a dev server (the benchmark's server of the tool: MSC-Bench's MCP server,
+  StableToolBench's RapidAPI, AgentDojo's suite and tau-bench's domain, each the name's prefix
+  before the first `-`; Seal-Tools' top-level field; ToolTalk's plugin; RestBench TMDB one
+  server), as the proxy embeds it (`embedding_text`),
   keyed `searchbench:<source>:<server>/<name>`, so its hard negatives are its own server's tools;
 - pairs: each dev request's own text with every tool it needs (each alternative of a need), and
   each of a model's queries for it with the need whose tools share the most of its words (the
@@ -32,8 +33,9 @@ from toolsearch.search.embedding import embedding_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "data" / "public-dev-pairs.json"
-SOURCES = ("msc-bench", "stabletoolbench", "restbench-tmdb", "seal-tools", "tooltalk")
 _WORD = re.compile(r"[a-z0-9]+")
+# Sources whose tools are named `server-tool` (AgentDojo's suite, tau-bench's domain likewise).
+_PREFIXED = ("msc-bench", "stabletoolbench", "agentdojo", "tau-bench")
 
 
 def seal_fields() -> dict[str, str]:
@@ -64,7 +66,7 @@ def tooltalk_plugins() -> dict[str, str]:
 
 
 def server_of(source: str, name: str, lookup: dict[str, dict[str, str]]) -> str:
-    if source in ("msc-bench", "stabletoolbench"):
+    if source in _PREFIXED:
         return name.split("-", 1)[0]
     if source in lookup:
         return lookup[source][name]
