@@ -303,16 +303,53 @@ def restbench(pin: Pin) -> Iterator[dict]:
 _IMPLIED = {"GetUserToken", "ToolSearcher"}  # steps the user never asks for: a token, the search itself
 
 
-def _class_literals(node: ast.ClassDef) -> dict[str, object]:
-    """A class's attributes written as literals (an API's description, parameters), read, not run."""
-    fields: dict[str, object] = {}
-    for stmt in node.body:
+def _literals(body: list[ast.stmt], into: dict[str, object]) -> dict[str, object]:
+    """Names bound to literals (or to strings built of earlier ones) in a module's or class's body."""
+    for stmt in body:
+        target, value = None, None
         if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
-            try:
-                fields[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-            except ValueError:
-                continue
-    return fields
+            target, value = stmt.targets[0].id, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            target, value = stmt.target.id, stmt.value
+        if target is None or value is None:
+            continue
+        text = _string(value, into)
+        if text is not None:
+            into[target] = text
+            continue
+        try:
+            into[target] = ast.literal_eval(value)
+        except ValueError:
+            continue
+    return into
+
+
+def _string(node: ast.expr, names: dict[str, object]) -> str | None:
+    """A string written as a literal, a known name, an f-string over known names, or a sum; else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name) and isinstance(names.get(node.id), str):
+        return str(names[node.id])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left, names), _string(node.right, names)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                parts.append(value.value)
+            elif (
+                isinstance(value, ast.FormattedValue)
+                and value.format_spec is None
+                and value.conversion == -1
+                and isinstance(value.value, ast.Name)
+                and isinstance(names.get(value.value.id), str | int | float)
+            ):
+                parts.append(str(names[value.value.id]))
+            else:
+                return None
+        return "".join(parts)
+    return None
 
 
 def _api_bank_tools(repo: Repo) -> dict[str, dict]:
@@ -322,7 +359,7 @@ def _api_bank_tools(repo: Repo) -> dict[str, dict]:
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
                 continue
-            fields = _class_literals(node)
+            fields = _literals(node.body, {})
             if not isinstance(fields.get("description"), str):
                 continue
             params = fields.get("input_parameters") or {}
@@ -407,7 +444,7 @@ def _tooltalk_tools(repo: Repo) -> dict[str, dict]:
         for node in ast.parse(repo.read(path)).body:
             if not isinstance(node, ast.ClassDef) or node.name.endswith("Suite"):
                 continue
-            fields = _class_literals(node)
+            fields = _literals(node.body, {})
             if not isinstance(fields.get("description"), str) or not isinstance(
                 fields.get("parameters"), dict
             ):
@@ -458,55 +495,6 @@ _PY_TYPES = {
     "list": "array",
     "dict": "object",
 }
-
-
-def _literals(body: list[ast.stmt], into: dict[str, object]) -> dict[str, object]:
-    """Names bound to literals (or to strings built of earlier ones) in a module's or class's body."""
-    for stmt in body:
-        target, value = None, None
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
-            target, value = stmt.targets[0].id, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            target, value = stmt.target.id, stmt.value
-        if target is None or value is None:
-            continue
-        text = _string(value, into)
-        if text is not None:
-            into[target] = text
-            continue
-        try:
-            into[target] = ast.literal_eval(value)
-        except ValueError:
-            continue
-    return into
-
-
-def _string(node: ast.expr, names: dict[str, object]) -> str | None:
-    """A string written as a literal, a known name, an f-string over known names, or a sum; else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name) and isinstance(names.get(node.id), str):
-        return str(names[node.id])
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _string(node.left, names), _string(node.right, names)
-        return None if left is None or right is None else left + right
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                parts.append(value.value)
-            elif (
-                isinstance(value, ast.FormattedValue)
-                and value.format_spec is None
-                and value.conversion == -1
-                and isinstance(value.value, ast.Name)
-                and isinstance(names.get(value.value.id), str | int | float)
-            ):
-                parts.append(str(names[value.value.id]))
-            else:
-                return None
-        return "".join(parts)
-    return None
 
 
 def _annotation_type(node: ast.expr | None) -> str:
