@@ -81,3 +81,25 @@ async def test_a_cut_query_keeps_both_notes(entry):
 )
 def test_the_rule(found, weak):
     assert is_weak(found) is weak
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"query": FOUND},
+        {"query": NOT_HERE},
+        {"query": FOUND, "schemas": False, "limit": 3},
+        {"query": "šviesa virtuvėje " * 40},  # cut, and not ASCII
+        {"query": "ha_turn_on_light"},
+        {"queries": [FOUND, NOT_HERE]},
+    ],
+)
+async def test_the_text_block_is_the_json_of_the_structured_content_as_a_fresh_encoding_writes_it(
+    entry, arguments
+):
+    import json
+
+    for _ in range(2):  # the second from the hits' kept text
+        result = await search_tools(entry, arguments, schemas=3, max_query_chars=100)
+        fresh = json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
+        assert result["content"][0]["text"] == fresh == result.data_text()

@@ -18,7 +18,7 @@ from toolsearch.catalogs.catalog import Tool, short_description
 from toolsearch.catalogs.store import IndexedCatalog
 from toolsearch.search.weak import is_weak, strength
 from toolsearch.service import tooldefs as T
-from toolsearch.service.results import error_result, structured_result
+from toolsearch.service.results import StructuredResult, compact_json, error_result, structured_result
 from toolsearch.validation.arguments import closest_names
 
 EXACT_NAME_PREFIX = "select:"
@@ -93,7 +93,17 @@ async def search_tools(
         ]
     if notes:
         data["note"] = " ".join(notes)
-    return structured_result(data)
+    if queries is not None:
+        return structured_result(data)
+    # One query: the data's JSON written from each hit's, kept per tool, as json.dumps would write it.
+    positions = found[0][0]
+    hits = ",".join(_hit_json(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions))
+    text = f'{{"total":{data["total"]},"tools":[{hits}]'
+    if "match" in data:
+        text += ',"match":"weak"'
+    if "note" in data:
+        text += ',"note":' + compact_json(data["note"])
+    return StructuredResult(data, text + "}")
 
 
 def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
@@ -148,6 +158,22 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     if with_schema:
         hit["inputSchema"] = tool.input_schema
     return hit
+
+
+# A hit's compact JSON by tool and schema flag, the tool kept to tell a reused id apart.
+_HIT_JSON: dict[tuple[int, bool], tuple[Tool, str]] = {}
+_HIT_JSON_MOST = 8192
+
+
+def _hit_json(tool: Tool, with_schema: bool) -> str:
+    kept = _HIT_JSON.get((id(tool), with_schema))
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    text = compact_json(_hit(tool, with_schema))
+    if len(_HIT_JSON) >= _HIT_JSON_MOST:
+        _HIT_JSON.clear()
+    _HIT_JSON[(id(tool), with_schema)] = (tool, text)
+    return text
 
 
 def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:

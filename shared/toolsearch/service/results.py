@@ -105,8 +105,12 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".?!" else text + "."
 
 
-def _json(value: Any) -> str:
+def compact_json(value: Any) -> str:
+    """The compact JSON the proxy writes results in (non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_json = compact_json
 
 
 # The most bytes one character of an answer's compact JSON takes, in every count `limit_result` is
