@@ -8,6 +8,7 @@ output schema, and a weak answer fits it. Over the demo catalog (567 tools) and 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -97,9 +98,25 @@ def test_the_rule(found, weak):
 async def test_the_text_block_is_the_json_of_the_structured_content_as_a_fresh_encoding_writes_it(
     entry, arguments
 ):
-    import json
-
     for _ in range(2):  # the second from the hits' kept text
         result = await search_tools(entry, arguments, schemas=3, max_query_chars=100)
         fresh = json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
         assert result["content"][0]["text"] == fresh == result.data_text()
+
+
+async def test_each_catalog_answers_with_its_own_tools_text_when_another_kept_the_same_positions():
+    """A hit's text is kept on its catalog: a second caller's catalog, its tools at the same
+    positions but described otherwise, never answers with the first's kept text, nor it with its."""
+    tools = demo_tools()
+    other = [{**tool, "description": "Other caller's: " + tool.get("description", "")} for tool in tools]
+    indexer = make_indexer(None)
+    first, second = (
+        IndexedCatalog(catalog, indexer(catalog))
+        for catalog in (Catalog.from_definitions(tools), Catalog.from_definitions(other))
+    )
+    for entry, own in ((first, False), (second, True), (first, False), (second, True)):
+        result = await search_tools(entry, {"query": FOUND}, schemas=3, max_query_chars=500)
+        text = result["content"][0]["text"]
+        assert text == json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
+        hits = json.loads(text)["tools"]
+        assert hits and all(hit["description"].startswith("Other caller's") is own for hit in hits)

@@ -95,9 +95,9 @@ async def search_tools(
         data["note"] = " ".join(notes)
     if queries is not None:
         return structured_result(data)
-    # One query: the data's JSON written from each hit's, kept per tool, as json.dumps would write it.
+    # One query: the data's JSON joined from each hit's, kept on the catalog, as json.dumps writes it.
     positions = found[0][0]
-    hits = ",".join(_hit_json(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions))
+    hits = ",".join(_hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(positions))
     text = f'{{"total":{data["total"]},"tools":[{hits}]'
     if "match" in data:
         text += ',"match":"weak"'
@@ -160,19 +160,12 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     return hit
 
 
-# A hit's compact JSON by tool and schema flag, the tool kept to tell a reused id apart.
-_HIT_JSON: dict[tuple[int, bool], tuple[Tool, str]] = {}
-_HIT_JSON_MOST = 8192
-
-
-def _hit_json(tool: Tool, with_schema: bool) -> str:
-    kept = _HIT_JSON.get((id(tool), with_schema))
-    if kept is not None and kept[0] is tool:
-        return kept[1]
-    text = compact_json(_hit(tool, with_schema))
-    if len(_HIT_JSON) >= _HIT_JSON_MOST:
-        _HIT_JSON.clear()
-    _HIT_JSON[(id(tool), with_schema)] = (tool, text)
+def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> str:
+    """A hit's compact JSON, kept on its catalog: at most two per tool, gone with the catalog."""
+    key = (position, with_schema)
+    text = entry.hit_json.get(key)
+    if text is None:
+        text = entry.hit_json[key] = compact_json(_hit(entry.catalog.tools[position], with_schema))
     return text
 
 

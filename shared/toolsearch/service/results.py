@@ -63,7 +63,7 @@ def error_text(error: Mapping[str, Any]) -> str:
     message = _sentence(message)
     text = " ".join([message, *_details_in_words(error, message)])
     if "inputSchema" in error:
-        text += "\nThe input schema the arguments must fit: " + _json(error["inputSchema"])
+        text += "\nThe input schema the arguments must fit: " + compact_json(error["inputSchema"])
     return text
 
 
@@ -90,7 +90,7 @@ def _details_in_words(error: Mapping[str, Any], message: str) -> list[str]:
     if isinstance(retry, int | float):
         said.append(f"Try again in {retry:g} s.")
     if "data" in error:
-        data = _json(error["data"])
+        data = compact_json(error["data"])
         cut = "…" if len(data) > MAX_DATA_CHARS else ""
         said.append(f"The upstream's error data: {data[:MAX_DATA_CHARS]}{cut}")
     return said
@@ -108,9 +108,6 @@ def _sentence(text: str) -> str:
 def compact_json(value: Any) -> str:
     """The compact JSON the proxy writes results in (non-ASCII kept)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-_json = compact_json
 
 
 # The most bytes one character of an answer's compact JSON takes, in every count `limit_result` is
@@ -162,11 +159,11 @@ class KeptList(list[Any]):
 
 
 def kept_list(items: list[Any]) -> KeptList:
-    return KeptList(items, _json(items))
+    return KeptList(items, compact_json(items))
 
 
 def structured_result(data: dict[str, Any]) -> dict[str, Any]:
-    return StructuredResult(data, _json(data))
+    return StructuredResult(data, compact_json(data))
 
 
 def json_size(value: Any) -> int:
