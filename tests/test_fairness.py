@@ -18,7 +18,7 @@ import pytest
 from fixtures.faulty_upstream import Fault, RunningFaulty, running_faulty
 from fixtures.mcp_wire import call
 from toolsearch.app import build_proxy
-from toolsearch.service.fairness import CallerLimited, FairUse, FairUseConfig
+from toolsearch.service.fairness import MIN_CALL_SECONDS, CallerLimited, FairUse, FairUseConfig
 from toolsearch.settings import Settings
 
 WAIT = 10.0  # seconds: only keeps a broken test from hanging
@@ -144,6 +144,22 @@ async def test_no_slot_by_the_deadline_refuses_the_call_unsent_and_gives_its_tok
     # The refused call's token came back: one more call goes now, then the bucket is empty.
     assert await take(fair, "alice") is None
     assert await take(fair, "alice") == 1.0
+
+
+async def test_a_slot_freed_just_before_the_deadline_is_as_good_as_none_and_the_call_stays_unsent():
+    # Two calls of one batch share a deadline: the first, timed out, frees its slot a moment before
+    # the second's wait ends; sent then, the second would be abandoned mid-flight, outcome unknown.
+    fair = FairUse(FairUseConfig(rate=60, burst=2, concurrency=1), Clock())
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 0.3
+    async with holding(fair, "alice", 1) as leave:
+        loop.call_at(deadline - MIN_CALL_SECONDS / 5, leave[0].set)
+        ran = False
+        with pytest.raises(CallerLimited) as caught:
+            async with asyncio.timeout(WAIT), fair.turn("alice", deadline):
+                ran = True
+        assert not ran and caught.value.limit == "concurrency"
+    assert await take(fair, "alice") is None  # its token came back
 
 
 async def test_a_free_slot_is_taken_whatever_the_deadline():

@@ -25,6 +25,9 @@ from toolsearch.ops.bounded import BoundedMap
 from toolsearch.settings import FairUseConfig
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
+# A slot freed with less time than this left before the call's deadline is as good as none: no
+# upstream answers that fast, so the call would only be abandoned mid-flight, its outcome unknown.
+MIN_CALL_SECONDS = 0.05
 
 
 class CallerLimited(ToolsearchError):
@@ -95,8 +98,8 @@ class FairUse:
         except TimeoutError:
             acquired = False
         else:
-            # A slot freed at the deadline leaves no time to call: as good as none.
-            acquired = asyncio.get_running_loop().time() < deadline
+            # A slot freed at (or just before) the deadline leaves no time to call: as good as none.
+            acquired = asyncio.get_running_loop().time() < deadline - MIN_CALL_SECONDS
             if not acquired:
                 slots.release()
         if not acquired:
