@@ -68,7 +68,7 @@ class IndexedCatalog:
     catalog: Catalog
     index: SearchIndex
     validators: Validators = field(default_factory=Validators)
-    hit_json: dict[tuple[int, bool], str] = field(default_factory=dict, compare=False, repr=False)
+    hit_json: dict[tuple[int, bool], str] = field(default_factory=dict, init=False, compare=False, repr=False)
 
 
 class CatalogSource(Protocol):

@@ -95,15 +95,14 @@ async def search_tools(
         data["note"] = " ".join(notes)
     if queries is not None:
         return structured_result(data)
-    # One query: the data's JSON joined from each hit's, kept on the catalog, as json.dumps writes it.
-    positions = found[0][0]
-    hits = ",".join(_hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(positions))
-    text = f'{{"total":{data["total"]},"tools":[{hits}]'
-    if "match" in data:
-        text += ',"match":"weak"'
-    if "note" in data:
-        text += ',"note":' + compact_json(data["note"])
-    return StructuredResult(data, text + "}")
+    # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text.
+    hits = ",".join(
+        _hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])
+    )
+    members = (
+        f'"{key}":' + (f"[{hits}]" if key == "tools" else compact_json(value)) for key, value in data.items()
+    )
+    return StructuredResult(data, "{" + ",".join(members) + "}")
 
 
 def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
