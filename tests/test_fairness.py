@@ -18,7 +18,8 @@ import pytest
 from fixtures.faulty_upstream import Fault, RunningFaulty, running_faulty
 from fixtures.mcp_wire import call
 from toolsearch.app import build_proxy
-from toolsearch.service.fairness import MIN_CALL_SECONDS, CallerLimited, FairUse, FairUseConfig
+from toolsearch.ops.deadline import MIN_CALL_SECONDS
+from toolsearch.service.fairness import CallerLimited, FairUse, FairUseConfig
 from toolsearch.settings import Settings
 
 WAIT = 10.0  # seconds: only keeps a broken test from hanging
@@ -163,8 +164,8 @@ async def test_a_slot_freed_just_before_the_deadline_is_as_good_as_none_and_the_
 
 
 async def test_a_free_slot_is_taken_whatever_the_deadline():
-    # A call whose time is already up (a Lambda request's budget spent) is the upstream client's
-    # `timeout` to report, not a concurrency refusal: only waiting for a slot is bounded here.
+    # A call whose time is already up (a Lambda request's budget spent) is the upstream client's to
+    # refuse unsent (`no_time`), not a concurrency refusal: only waiting for a slot is bounded here.
     fair = FairUse(FairUseConfig(rate=0, concurrency=1), Clock())
     ran = False
     async with fair.turn("alice", asyncio.get_running_loop().time() - 1):

@@ -186,6 +186,7 @@ LISTING_FAILURES = {
 CALL_FAILURES = {
     **LISTING_FAILURES,
     "session_expired": failure("session_expired", "the upstream forgot the session"),
+    "no_time": failure("no_time", "too little of this request's time was left to call it; it was not sent"),
     "rpc_error": failure("rpc_error", "the tool broke", code=-32000, data={"where": "db"}),
 }
 

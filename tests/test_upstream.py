@@ -26,6 +26,8 @@ from fixtures.sdk_upstream import (
 from fixtures.servers import start_server
 from toolsearch.mcp.param_headers import InvalidHeaderAnnotation, header_params, mirror
 from toolsearch.mcp.protocol import encode_header_value as encode_value
+from toolsearch.ops import deadline as request_deadline
+from toolsearch.ops.deadline import MIN_CALL_SECONDS
 from toolsearch.settings import Settings
 from toolsearch.upstream import Listing, Upstream, UpstreamError
 from toolsearch.upstream.sse import EventTooLarge, SSEParser
@@ -751,6 +753,42 @@ async def test_a_tools_call_reaches_the_upstream_at_most_once(case):
             assert outcome == expected.get(case, "bad_response")
         finally:
             await upstream.aclose()
+
+
+@pytest.mark.parametrize("left", [-1.0, 0.0, MIN_CALL_SECONDS / 5, MIN_CALL_SECONDS * 0.9])
+async def test_a_call_with_its_requests_time_all_but_spent_is_refused_unsent(hostile, left):
+    # On Lambda the request's deadline can be nearly spent before the call (a slow listing, a
+    # gateway's clock): sent then, the call would be abandoned mid-flight, its outcome unknown.
+    upstream = Upstream(hostile.url, FAST.upstream)
+    try:
+        await upstream.list_tools(ALICE)
+        due = asyncio.get_running_loop().time() + left
+        with request_deadline.answer_by(due), pytest.raises(UpstreamError) as caught:
+            await upstream.call_tool(ALICE, TOOLS[1], {"id": 1})
+        assert caught.value.kind == "no_time" and "not sent" in caught.value.message
+        assert hostile.upstream.calls == 0
+        # With time to answer, the same call is sent, once.
+        with request_deadline.answer_by(asyncio.get_running_loop().time() + 5.0):
+            assert (await upstream.call_tool(ALICE, TOOLS[1], {"id": 1}))["isError"] is False
+        assert hostile.upstream.calls == 1
+    finally:
+        await upstream.aclose()
+
+
+async def test_a_timeout_shorter_than_the_sending_floor_still_sends_the_call(hostile):
+    # The floor is for a request's deadline cut short, not a reason to refuse every call of a
+    # proxy configured with an upstream_timeout under it: there it is half the timeout.
+    upstream = Upstream(hostile.url, FAST.replace(upstream_timeout=MIN_CALL_SECONDS * 0.9).upstream)
+    try:
+        await upstream.list_tools(ALICE)
+        outcome = "a result"
+        try:
+            await upstream.call_tool(ALICE, TOOLS[1], {"id": 1})
+        except UpstreamError as exc:  # 45 ms may pass on a loaded machine: then a timeout
+            outcome = exc.kind
+        assert outcome in ("a result", "timeout")
+    finally:
+        await upstream.aclose()
 
 
 async def test_discovery_refused_for_one_caller_decides_no_era_for_the_others(hostile):

@@ -18,12 +18,21 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 
+# A call with less time than this left before its deadline is not sent: no upstream answers that
+# fast, so it would only be abandoned mid-flight, its outcome unknown to the caller.
+MIN_CALL_SECONDS = 0.05
+
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("answer_by", default=None)
 
 
 def current() -> float | None:
     """The loop time by which this request must be answered, or None when nothing bounds it."""
     return _deadline.get()
+
+
+def too_late_to_send(deadline: float, floor: float = MIN_CALL_SECONDS) -> bool:
+    """True when a call due by `deadline` (loop time) has under `floor` seconds left to be worth sending."""
+    return asyncio.get_running_loop().time() >= deadline - floor
 
 
 def within(seconds: float) -> float:

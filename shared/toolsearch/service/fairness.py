@@ -22,12 +22,10 @@ from collections.abc import AsyncIterator, Callable
 
 from toolsearch.errors import ToolsearchError
 from toolsearch.ops.bounded import BoundedMap
+from toolsearch.ops.deadline import too_late_to_send
 from toolsearch.settings import FairUseConfig
 
 MAX_KEYS = 4096  # callers remembered at once (about 600 bytes each, key included)
-# A slot freed with less time than this left before the call's deadline is as good as none: no
-# upstream answers that fast, so the call would only be abandoned mid-flight, its outcome unknown.
-MIN_CALL_SECONDS = 0.05
 
 
 class CallerLimited(ToolsearchError):
@@ -99,7 +97,7 @@ class FairUse:
             acquired = False
         else:
             # A slot freed at (or just before) the deadline leaves no time to call: as good as none.
-            acquired = asyncio.get_running_loop().time() < deadline - MIN_CALL_SECONDS
+            acquired = not too_late_to_send(deadline)
             if not acquired:
                 slots.release()
         if not acquired:

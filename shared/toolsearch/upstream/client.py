@@ -45,6 +45,7 @@ from toolsearch.mcp.protocol import (
     encode_header_value,
 )
 from toolsearch.ops import deadline as request_deadline
+from toolsearch.ops.deadline import MIN_CALL_SECONDS
 from toolsearch.ops.tasks import retrieve
 from toolsearch.ops.timing import Span
 from toolsearch.service.progress import ProgressRelay, ProgressSink
@@ -194,6 +195,13 @@ class Upstream:
             deadline = request_deadline.within(self._config.timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
             era, _ = await self._deadline(self._settle_era(authorization, deadline), deadline)
+            # The floor never exceeds half the configured timeout, so a short one still sends calls.
+            if request_deadline.too_late_to_send(deadline, min(MIN_CALL_SECONDS, self._config.timeout / 2)):
+                # Sent now, the call would be abandoned mid-flight with its outcome unknown (for a
+                # write, the worst answer): refused unsent, so the caller knows nothing ran.
+                raise UpstreamError(
+                    "no_time", f"too little of this request's time was left to call {name}; it was not sent"
+                )
             call = {"name": name, "arguments": arguments}
             result, _ = await self._deadline(
                 self._request(authorization, era, "tools/call", call, extra, progress=relay), deadline

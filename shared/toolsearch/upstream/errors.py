@@ -27,6 +27,7 @@ KINDS = (
     "session_expired",  # a legacy upstream had forgotten the caller's session; the call was not re-sent
     "exchange_failed",  # exchange mode: the authorization server would not give the proxy an upstream token
     "token_expired",  # exchange mode: the upstream refused the proxy's held token; the call was not re-sent
+    "no_time",  # the request's time was all but spent before the call could be sent; nothing was sent
 )
 
 RETRYABLE = frozenset({"connect", "timeout", "unavailable", "rate_limited"})
