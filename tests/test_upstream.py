@@ -755,10 +755,16 @@ async def test_a_tools_call_reaches_the_upstream_at_most_once(case):
             await upstream.aclose()
 
 
+@pytest.mark.parametrize("era", ["dual", "legacy"])
 @pytest.mark.parametrize("left", [-1.0, 0.0, MIN_CALL_SECONDS / 5, MIN_CALL_SECONDS * 0.9])
-async def test_a_call_with_its_requests_time_all_but_spent_is_refused_unsent(hostile, left):
+async def test_a_call_with_its_requests_time_all_but_spent_is_refused_unsent(left, era):
     # On Lambda the request's deadline can be nearly spent before the call (a slow listing, a
     # gateway's clock): sent then, the call would be abandoned mid-flight, its outcome unknown.
+    with running_hostile(era=era) as hostile:
+        await _refused_unsent_then_sent(hostile, left)
+
+
+async def _refused_unsent_then_sent(hostile: RunningHostile, left: float) -> None:
     upstream = Upstream(hostile.url, FAST.upstream)
     try:
         await upstream.list_tools(ALICE)

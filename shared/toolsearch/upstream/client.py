@@ -45,7 +45,7 @@ from toolsearch.mcp.protocol import (
     encode_header_value,
 )
 from toolsearch.ops import deadline as request_deadline
-from toolsearch.ops.deadline import MIN_CALL_SECONDS
+from toolsearch.ops.deadline import MIN_CALL_SECONDS, too_late_to_send
 from toolsearch.ops.tasks import retrieve
 from toolsearch.ops.timing import Span
 from toolsearch.service.progress import ProgressRelay, ProgressSink
@@ -195,16 +195,12 @@ class Upstream:
             deadline = request_deadline.within(self._config.timeout)
             # The era is settled before the call is sent, so that nothing learnt after it can send it again.
             era, _ = await self._deadline(self._settle_era(authorization, deadline), deadline)
-            # The floor never exceeds half the configured timeout, so a short one still sends calls.
-            if request_deadline.too_late_to_send(deadline, min(MIN_CALL_SECONDS, self._config.timeout / 2)):
-                # Sent now, the call would be abandoned mid-flight with its outcome unknown (for a
-                # write, the worst answer): refused unsent, so the caller knows nothing ran.
-                raise UpstreamError(
-                    "no_time", f"too little of this request's time was left to call {name}; it was not sent"
-                )
             call = {"name": name, "arguments": arguments}
             result, _ = await self._deadline(
-                self._request(authorization, era, "tools/call", call, extra, progress=relay), deadline
+                self._request(
+                    authorization, era, "tools/call", call, extra, progress=relay, send_by=deadline
+                ),
+                deadline,
             )
             if result.get("isError") is True:
                 outcome = "tool_error"
@@ -449,13 +445,16 @@ class Upstream:
         *,
         limit: int = 0,
         progress: ProgressRelay | None = None,
+        send_by: float | None = None,
     ) -> tuple[dict, int]:
         """The result of one request and the bytes its answer took. Whatever the upstream answers,
-        a tools/call is sent once: an answer that looks like another era is this caller's error."""
+        a tools/call is sent once: an answer that looks like another era is this caller's error.
+        With `send_by` (a call's deadline), it is not sent at all when too little time is left."""
         asked = {"progressToken": progress.token} if progress is not None else {}
         if era == MODERN:
             body = self._body(method, {**params, "_meta": {**self._meta(), **asked}})
             headers = self._headers(authorization, MODERN_VERSION, method, extra_headers)
+            self._time_to_send(send_by, params)
             reply = await self._exchange(headers, body, limit, progress)
             return result_of(reply, body["id"]), reply.size
         for renewal in (False, True):
@@ -464,6 +463,7 @@ class Upstream:
             headers = self._headers(authorization, session.protocol_version, method, extra_headers)
             if session.session_id:
                 headers["Mcp-Session-Id"] = session.session_id
+            self._time_to_send(send_by, params)  # after the handshake, which may have taken the time
             reply = await self._exchange(headers, body, limit, progress)
             if reply.status == 404 and session.session_id:
                 # The upstream forgot the session (expired, restarted): the next request hand-shakes again.
@@ -480,6 +480,16 @@ class Upstream:
                     continue
             return result_of(reply, body["id"]), reply.size
         raise AssertionError("unreachable")
+
+    def _time_to_send(self, send_by: float | None, params: dict[str, Any]) -> None:
+        """Refuse, unsent, a request due by `send_by` with too little time left: sent, it would be
+        abandoned mid-flight, its outcome (for a write, the worst answer) unknown to the caller.
+        The floor never exceeds half the configured timeout, so a short one still sends calls."""
+        if send_by is not None and too_late_to_send(send_by, min(MIN_CALL_SECONDS, self._config.timeout / 2)):
+            name = params.get("name", "the tool")
+            raise UpstreamError(
+                "no_time", f"too little of this request's time was left to call {name}; it was not sent"
+            )
 
     async def _legacy_session(self, authorization: str | None, *, renew: bool = False) -> LegacySession:
         key = session_key(authorization)
