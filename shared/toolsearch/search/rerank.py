@@ -81,6 +81,10 @@ FEATURES = (
     # cosine_gap x (1 - the best candidate's share of the query's terms): how far from the best
     # cosine counts most where words alone say little (requests in a user's own words)
     "cosine_gap_when_words_miss",
+    # The IDF of the query's terms the tool holds, each x how few of its server's other tools hold
+    # it, / the IDF of all the query's terms: what sets this tool apart from its siblings
+    "server_specific_idf",
+    "synonyms_asked",  # share of the query's terms found only among the WordNet synonyms of the tool's action
 )
 
 
@@ -200,6 +204,8 @@ def features(
     fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
+    np.divide(sums.server_idf, sums.idf_total or 1.0, out=rows[28])
+    np.divide(sums.held[7], count, out=rows[29])
     return matrix
 
 
