@@ -221,7 +221,9 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
         servers = fields.server_ids
         expected = np.zeros(len(candidates))
         for slot, position in enumerate(candidates.tolist()):
-            siblings = [p for p in range(len(catalog.tools)) if servers[p] == servers[position] and p != position]
+            siblings = [
+                p for p in range(len(catalog.tools)) if servers[p] == servers[position] and p != position
+            ]
             for term, weight in zip(distinct, idf, strict=True):
                 held = fields.whole.term_matches([term])
                 if held[position] and siblings:
@@ -323,7 +325,9 @@ def _ranked_features(tools, query):
     assert isinstance(index, RankedIndex)
     positions, matrix = index.candidates(query)
     names = [catalog.tools[p].name for p in positions.tolist()]
-    return {name: dict(zip(FEATURES, row.tolist(), strict=True)) for name, row in zip(names, matrix, strict=True)}
+    return {
+        name: dict(zip(FEATURES, row.tolist(), strict=True)) for name, row in zip(names, matrix, strict=True)
+    }
 
 
 def test_the_query_terms_a_tool_holds_and_its_server_siblings_lack_are_counted_by_idf():

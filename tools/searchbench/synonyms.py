@@ -3,8 +3,8 @@
 From WordNet 3.0 (Debian's `wordnet-base`, pinned in tools/devmodel/wordnet-packages.lock, the
 package the development model's WordNet pairs come from): for every lemma with sense-tagged
 occurrences in WordNet's corpus, the other one-word lemmas of its two most frequent synsets in any
-part of speech, as search terms (`tokenize`: stemmed), one line a lemma: `lemma<TAB>term term ...` (none for some).
-What the table is for: `toolsearch.search.synonyms`.
+part of speech, as search terms (`tokenize`: stemmed), one line a lemma: `lemma<TAB>term term ...`
+(no terms for some). What the table is for: `toolsearch.search.synonyms`.
 
     python -m tools.searchbench.synonyms [--downloads DIR]
 """
@@ -18,8 +18,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from toolsearch.search.text import tokenize
 from tools.devmodel.gettext_pairs import fetch_debs, read_lock
+from toolsearch.search.text import tokenize
 
 LOCK = Path(__file__).resolve().parents[1] / "devmodel" / "wordnet-packages.lock"
 SYNONYMS = Path(__file__).resolve().parents[2] / "shared" / "toolsearch" / "data" / "synonyms.tsv.gz"

@@ -191,7 +191,9 @@ class FieldIndex:
         whole = self.whole
         terms = np.repeat(np.arange(len(whole._starts) - 1, dtype=np.int64), np.diff(whole._starts))
         servers = self.server_ids[whole._positions]
-        _, inverse, counts = np.unique(terms * self.server_count + servers, return_inverse=True, return_counts=True)
+        _, inverse, counts = np.unique(
+            terms * self.server_count + servers, return_inverse=True, return_counts=True
+        )
         sizes = np.bincount(self.server_ids, minlength=self.server_count)[servers]
         others = np.maximum(sizes - 1, 1)
         values = np.where(sizes > 1, 1.0 - (counts[inverse.ravel()] - 1) / others, 0.0)
@@ -273,7 +275,9 @@ class FieldIndex:
             postings = np.concatenate(spans, axis=1)
         keys = postings[0].astype(np.intp)
         summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
-        return FieldSums(summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, picked)
+        return FieldSums(
+            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, picked
+        )
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
