@@ -173,15 +173,16 @@ class FieldIndex:
         own = np.repeat(np.arange(len(whole._starts) - 1, dtype=np.int64), np.diff(whole._starts))
         own = own * self.size + whole._positions
         get = whole._term_ids.get
-        kept = []
-        for position, terms in enumerate(documents):
-            if not terms:
-                kept.append(terms)
-                continue
-            keys = np.array([get(t, -1) for t in terms], dtype=np.int64) * self.size + position
-            slots = own.searchsorted(keys).clip(max=max(len(own) - 1, 0))
-            found = (own[slots] == keys) if len(own) else np.zeros(len(keys), bool)
-            kept.append([t for t, f in zip(terms, found.tolist(), strict=True) if not f])
+        terms = [t for document in documents for t in document]
+        keys = np.fromiter((get(t, -1) for t in terms), np.int64, len(terms)) * self.size
+        keys += np.repeat(np.arange(self.size, dtype=np.int64), [len(d) for d in documents])
+        slots = own.searchsorted(keys).clip(max=max(len(own) - 1, 0))
+        new = ((own[slots] != keys) if len(own) else np.ones(len(keys), bool)).tolist()
+        kept, start = [], 0
+        for document in documents:
+            end = start + len(document)
+            kept.append([t for t, n in zip(document, new[start:end], strict=True) if n])
+            start = end
         return LexicalIndex(kept)
 
     def _server_specific(self) -> _Weighed:
