@@ -6,7 +6,10 @@ over its name, its description and its parameters apart; how many of the query's
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
 best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
 and the tool's server among the candidates (how many of them it has, their best BM25 and cosine);
-the cosine's gap to the best again, weighed by how little of the query the best candidate holds.
+the cosine's gap to the best again, weighed by how little of the query the best candidate holds;
+the query's IDF the tool holds that its server's other tools lack (what sets it apart from its
+siblings); and the query's terms found only among the WordNet synonyms of its action words
+(`search.synonyms`).
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
