@@ -6,7 +6,7 @@ for `send_email`). At index time each word of the tool's name after its server p
 (`data/synonyms.tsv.gz`, `python -m tools.searchbench.synonyms`): the other one-word lemmas of its
 two most frequent senses, stemmed as search terms. The ranker's `synonyms_asked` counts the query's
 terms found only there; they never enter BM25, so a synonym can lift a candidate but never make one.
-WordNet 3.0 Copyright 2006 by Princeton University (licence in data/model/LICENSE).
+WordNet 3.0 Copyright 2006 by Princeton University (licence in data/synonyms-LICENSE).
 """
 
 from __future__ import annotations
