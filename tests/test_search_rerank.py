@@ -209,12 +209,26 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
             assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
         counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
         counted += (fields.verb, fields.action_verb)  # one term each: 1 when the query asks it
+        counted += (fields.synonyms,)
         assert len(sums.held) == len(counted)
         for row, index in enumerate(counted):
             assert np.array_equal(sums.held[row], index.term_matches(distinct)[candidates])
         df = fields.whole.document_frequencies()  # IDF: log(1 + N / df) over the whole tool's text
         idf = [np.log1p(len(catalog.tools) / df[t]) if t in df else 0.0 for t in distinct]
         assert np.array_equal(sums.name_idf, fields.name.term_matches(distinct, idf)[candidates])
+        # Server-specific: each held term's IDF x (1 - the share of the tool's server's other tools
+        # that hold it too), 0 for a tool alone on its server.
+        servers = fields.server_ids
+        expected = np.zeros(len(candidates))
+        for slot, position in enumerate(candidates.tolist()):
+            siblings = [
+                p for p in range(len(catalog.tools)) if servers[p] == servers[position] and p != position
+            ]
+            for term, weight in zip(distinct, idf, strict=True):
+                held = fields.whole.term_matches([term])
+                if held[position] and siblings:
+                    expected[slot] += weight * (1 - sum(held[p] for p in siblings) / len(siblings))
+        assert sums.server_idf == pytest.approx(expected)
 
 
 class CountingEmbedder:
@@ -303,3 +317,46 @@ def test_the_candidates_arrays_hold_what_the_hit_lists_say(embedder):
 def test_an_empty_catalog_ranks_to_nothing(embedder):
     ranked = make_indexer(embedder)(Catalog.from_definitions([]))
     assert ranked.search(["anything at all"], 5) == [[]]
+
+
+def _ranked_features(tools, query):
+    catalog = Catalog.from_definitions(tools)
+    index = make_indexer(None)(catalog)
+    assert isinstance(index, RankedIndex)
+    positions, matrix = index.candidates(query)
+    names = [catalog.tools[p].name for p in positions.tolist()]
+    return {
+        name: dict(zip(FEATURES, row.tolist(), strict=True)) for name, row in zip(names, matrix, strict=True)
+    }
+
+
+def test_the_query_terms_a_tool_holds_and_its_server_siblings_lack_are_counted_by_idf():
+    tools = [
+        {"name": "bank-list_transactions", "description": "List transactions."},
+        {"name": "bank-list_monthly_transactions", "description": "List transactions of a month."},
+        {"name": "weather_get_forecast", "description": "The weather forecast for a city."},
+    ]
+    f = _ranked_features(tools, "list monthly transactions")
+    # "list" and "transactions" are both bank tools': only "monthly" sets one apart.
+    idf = {"list": np.log1p(3 / 2), "month": np.log1p(3 / 1), "transact": np.log1p(3 / 2)}
+    assert f["bank-list_transactions"]["server_specific_idf"] == 0
+    assert f["bank-list_monthly_transactions"]["server_specific_idf"] == pytest.approx(
+        idf["month"] / sum(idf.values())
+    )
+    # A tool alone on its server has no siblings to stand apart from.
+    assert _ranked_features(tools, "weather forecast")["weather_get_forecast"]["server_specific_idf"] == 0
+
+
+def test_a_query_term_found_only_among_the_action_words_synonyms_is_counted():
+    tools = [
+        {"name": "cinema-find_movie", "description": "Find a movie by its title."},
+        {"name": "cinema-find_showtimes", "description": "Showtimes of a theater."},
+        {"name": "library-find_book", "description": "Find a book about film."},
+        {"name": "library-find_author", "description": "Find an author."},
+    ]
+    f = _ranked_features(tools, "find a film")  # terms: find, film
+    # WordNet's "movie" is also a "film": half the query's terms, found only there.
+    assert f["cinema-find_movie"]["synonyms_asked"] == pytest.approx(0.5)
+    # The book's own description holds "film": a synonym adds nothing to what the tool holds.
+    assert f["library-find_book"]["synonyms_asked"] == 0
+    assert f["cinema-find_showtimes"]["synonyms_asked"] == 0

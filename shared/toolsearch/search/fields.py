@@ -19,6 +19,7 @@ import numpy as np
 from toolsearch.catalogs.catalog import Tool
 from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.lexical import LexicalIndex
+from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 
 __all__ = ["FieldIndex", "FieldSums", "server_and_action"]
@@ -68,13 +69,24 @@ def verb_class(terms: Sequence[str]) -> int:
 
 
 # The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`), then, each distinct term once, five counted (each
-# posting 1) and the name's terms weighed by their IDF.
+# included, as `LexicalIndex.term_scores`), then, each distinct term once, eight counted (each
+# posting 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF
+# times how few of the tool's server's other tools hold them (`server_specific`).
 _BM25_FIELDS = ("name", "description", "parameters")
-_COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb")
-_WEIGHED = ("name",)
+_COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
+_WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
 _HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
+
+
+@dataclass(frozen=True, slots=True)
+class _Weighed:
+    """A field with the whole tool's postings, each with its own value (a `LexicalIndex`'s layout)."""
+
+    _term_ids: dict[str, int]
+    _starts: np.ndarray
+    _positions: np.ndarray
+    _contributions: np.ndarray
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +94,11 @@ class FieldSums:
     """One query's sums for its candidates, in the candidates' order."""
 
     bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
-    held: np.ndarray  # (7 x candidates): distinct query terms held by the whole tool, name, action,
-    #                   server prefix, parameter names, first name term, action's first term
+    held: np.ndarray  # (8 x candidates): distinct query terms held by the whole tool, name, action,
+    #                   server prefix, parameter names, first name term, action's first term, and
+    #                   the action's synonyms only (`synonyms`)
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
+    server_idf: np.ndarray  # the same of the whole tool's, each x its server-specificity (`server_specific`)
     idf_total: float  # the IDF of every distinct query term, summed
     keys: np.ndarray  # (fields x candidates): row x catalog size + position, to pick per-tool facts with
 
@@ -146,7 +160,45 @@ class FieldIndex:
                 for tool in tools
             ]
         )
+        self.synonyms = self._synonyms([name_words(action).split() for _, action in parts])
+        self.server_specific = self._server_specific()
         self._table()
+
+    def _synonyms(self, action_words: Sequence[Sequence[str]]) -> LexicalIndex:
+        """Each tool's action words' WordNet synonyms (`search.synonyms`) its own text lacks."""
+        documents = [expansion(words) for words in action_words]
+        whole = self.whole
+        # The tool's own terms out: (term, tool) pairs looked up among the whole tool's postings as
+        # keys (term x catalog size + position), which ascend as the postings do.
+        own = np.repeat(np.arange(len(whole._starts) - 1, dtype=np.int64), np.diff(whole._starts))
+        own = own * self.size + whole._positions
+        get = whole._term_ids.get
+        terms = [t for document in documents for t in document]
+        keys = np.fromiter((get(t, -1) for t in terms), np.int64, len(terms)) * self.size
+        keys += np.repeat(np.arange(self.size, dtype=np.int64), [len(d) for d in documents])
+        slots = own.searchsorted(keys).clip(max=max(len(own) - 1, 0))
+        new = ((own[slots] != keys) if len(own) else np.ones(len(keys), bool)).tolist()
+        kept, start = [], 0
+        for document in documents:
+            end = start + len(document)
+            kept.append([t for t, n in zip(document, new[start:end], strict=True) if n])
+            start = end
+        return LexicalIndex(kept)
+
+    def _server_specific(self) -> _Weighed:
+        """The whole tool's postings, each valued 1 - (the share of its server's other tools that
+        hold the term too), 0 for a tool alone on its server: a term only this tool of its server
+        holds is worth 1, one they all hold 0 (weighed by the term's IDF in `_table`)."""
+        whole = self.whole
+        terms = np.repeat(np.arange(len(whole._starts) - 1, dtype=np.int64), np.diff(whole._starts))
+        servers = self.server_ids[whole._positions]
+        _, inverse, counts = np.unique(
+            terms * self.server_count + servers, return_inverse=True, return_counts=True
+        )
+        sizes = np.bincount(self.server_ids, minlength=self.server_count)[servers]
+        others = np.maximum(sizes - 1, 1)
+        values = np.where(sizes > 1, 1.0 - (counts[inverse.ravel()] - 1) / others, 0.0)
+        return _Weighed(whole._term_ids, whole._starts, whole._positions, values)
 
     def _table(self) -> None:
         """Every field's postings in one table by term, a query term's slice holding all its fields':
@@ -168,9 +220,10 @@ class FieldIndex:
         self._idf_values: list[float] = self._idf.tolist()
         starts, keys, values, terms = self._postings(_TABLE)
         counted = keys >= len(_BM25_FIELDS) * self.size
-        values[counted] = 1.0
         weighed = keys >= (len(_BM25_FIELDS) + len(_COUNTED)) * self.size
-        values[weighed] = self._idf[terms[weighed]]
+        specific = keys >= (len(_BM25_FIELDS) + len(_COUNTED) + 1) * self.size  # its own values kept
+        values[weighed] = self._idf[terms[weighed]] * np.where(specific[weighed], values[weighed], 1.0)
+        values[counted & ~weighed] = 1.0
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
@@ -209,7 +262,8 @@ class FieldIndex:
         idf_total = sum([self._idf_values[t] for t in distinct])
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         if not found or not n:
-            return FieldSums(np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), idf_total, picked)
+            zeros = np.zeros(n)
+            return FieldSums(np.zeros((3, n)), np.zeros((len(_COUNTED), n)), zeros, zeros, idf_total, picked)
         starts, table = self._starts, self._postings_table
         if len(found) == 1:
             postings = table[:, starts[found[0]] : starts[found[0] + 1]]
@@ -222,7 +276,9 @@ class FieldIndex:
             postings = np.concatenate(spans, axis=1)
         keys = postings[0].astype(np.intp)
         summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
-        return FieldSums(summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-1], idf_total, picked)
+        return FieldSums(
+            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, picked
+        )
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None

@@ -6,7 +6,10 @@ over its name, its description and its parameters apart; how many of the query's
 holds, and how much of the tool's name the query holds; the cosine and how far it is from the
 best; each ranking's own rank; whether the tool's first name word (its verb, mostly) is asked;
 and the tool's server among the candidates (how many of them it has, their best BM25 and cosine);
-the cosine's gap to the best again, weighed by how little of the query the best candidate holds.
+the cosine's gap to the best again, weighed by how little of the query the best candidate holds;
+the query's IDF the tool holds that its server's other tools lack (what sets it apart from its
+siblings); and the query's terms found only among the WordNet synonyms of its action words
+(`search.synonyms`).
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
@@ -81,6 +84,10 @@ FEATURES = (
     # cosine_gap x (1 - the best candidate's share of the query's terms): how far from the best
     # cosine counts most where words alone say little (requests in a user's own words)
     "cosine_gap_when_words_miss",
+    # The IDF of the query's terms the tool holds, each x how few of its server's other tools hold
+    # it, / the IDF of all the query's terms: what sets this tool apart from its siblings
+    "server_specific_idf",
+    "synonyms_asked",  # share of the query's terms found only among the WordNet synonyms of the tool's action
 )
 
 
@@ -200,6 +207,8 @@ def features(
     fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
+    np.divide(sums.server_idf, sums.idf_total or 1.0, out=rows[28])
+    np.divide(sums.held[7], count, out=rows[29])
     return matrix
 
 
