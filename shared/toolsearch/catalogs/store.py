@@ -62,13 +62,16 @@ _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier w
 @dataclass(frozen=True, slots=True)
 class IndexedCatalog:
     """A catalog with what is derived from it once: its search index, its schemas' validators, and
-    the compact JSON of each search hit as written (by position and schema flag), filled as hits are
-    first returned, so it lives and dies with the catalog and is never shared with another's."""
+    the compact JSON of each search hit as written (by position and schema flag), with that JSON
+    escaped as a text block writes it, filled as hits are first returned, so it lives and dies with
+    the catalog and is never shared with another's."""
 
     catalog: Catalog
     index: SearchIndex
     validators: Validators = field(default_factory=Validators)
-    hit_json: dict[tuple[int, bool], str] = field(default_factory=dict, init=False, compare=False, repr=False)
+    hit_json: dict[tuple[int, bool], tuple[str, str]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
 
 class CatalogSource(Protocol):

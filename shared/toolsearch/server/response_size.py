@@ -16,6 +16,7 @@ counts what the runtime in use writes, exactly, without encoding twice.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -47,35 +48,50 @@ def body_text(value: Any, allow_nan: bool = True) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
 
 
-def _kept_parts(result: dict[str, Any]) -> dict[str, str]:
-    kept: dict[str, str] = {}
-    if isinstance(result, StructuredResult) and (text := result.data_text()) is not None:
-        kept["structuredContent"] = text
+def _kept_parts(result: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    """By key of the result: its value with a hole where kept JSON goes, and that JSON."""
+    kept: dict[str, tuple[Any, str]] = {}
+    if isinstance(result, StructuredResult):
+        if (text := result.data_text()) is not None:
+            kept["structuredContent"] = (_hole("structuredContent"), text)
+        if (written := result.text_json()) is not None:  # the block as it is, its text the hole
+            kept["content"] = ([{**result["content"][0], "text": _hole("content")}], written)
     for key, value in result.items():
         if isinstance(value, KeptList) and (text := value.kept_text()) is not None:
-            kept[key] = text
+            kept[key] = (_hole(key), text)
     return kept
 
 
+def _hole(key: str) -> str:
+    return f"\x00kept {key}\x00"
+
+
+@functools.lru_cache(maxsize=64)
+def _written_hole(key: str) -> str:
+    return json.dumps(_hole(key))
+
+
 def _with_kept_json(
-    message: dict[str, Any], result: dict[str, Any], kept: dict[str, str], allow_nan: bool
+    message: dict[str, Any], result: dict[str, Any], kept: dict[str, tuple[Any, str]], allow_nan: bool
 ) -> str | None:
     """The message encoded with a hole where each kept part goes, then the parts written in. A hole
     is a string JSON writes only escaped; found exactly once, it is the one put there (found again
     anywhere, an id say, the message is encoded whole instead, as is one a constant JSON lacks
-    could be in: encoded whole, it fails as it always did)."""
-    if not allow_nan and any("NaN" in text or "Infinity" in text for text in kept.values()):
+    could be in: encoded whole, it fails as it always did; a text block's text, a JSON string, holds
+    none)."""
+    if not allow_nan and any(
+        "NaN" in text or "Infinity" in text for key, (_, text) in kept.items() if key != "content"
+    ):
         return None
-    holes = {key: f"\x00kept {key}\x00" for key in kept}
-    holed = {**message, "result": {**result, **holes}}
+    holed = {**message, "result": {**result, **{key: value for key, (value, _) in kept.items()}}}
     text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
     spots = []
-    for key, hole in holes.items():
-        written = json.dumps(hole)
+    for key, (_, part) in kept.items():
+        written = _written_hole(key)
         at = text.find(written)
         if at < 0 or text.find(written, at + 1) >= 0:
             return None
-        spots.append((at, at + len(written), kept[key]))
+        spots.append((at, at + len(written), part))
     parts, done = [], 0
     for start, end, part in sorted(spots):
         parts += [text[done:start], part]

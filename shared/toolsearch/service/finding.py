@@ -18,7 +18,13 @@ from toolsearch.catalogs.catalog import Tool, short_description
 from toolsearch.catalogs.store import IndexedCatalog
 from toolsearch.search.weak import is_weak, strength
 from toolsearch.service import tooldefs as T
-from toolsearch.service.results import StructuredResult, compact_json, error_result, structured_result
+from toolsearch.service.results import (
+    StructuredResult,
+    compact_json,
+    error_result,
+    escaped,
+    structured_result,
+)
 from toolsearch.validation.arguments import closest_names
 
 EXACT_NAME_PREFIX = "select:"
@@ -95,14 +101,18 @@ async def search_tools(
         data["note"] = " ".join(notes)
     if queries is not None:
         return structured_result(data)
-    # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text.
-    hits = ",".join(
-        _hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])
-    )
-    members = (
-        f'"{key}":' + (f"[{hits}]" if key == "tools" else compact_json(value)) for key, value in data.items()
-    )
-    return StructuredResult(data, "{" + ",".join(members) + "}")
+    # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text;
+    # and that JSON escaped for the text block, from each hit's kept escaped text likewise.
+    hits = [_hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])]
+    members, escaped_members = [], []
+    for key, value in data.items():
+        if key == "tools":
+            members.append('"tools":[' + ",".join([text for text, _ in hits]) + "]")
+            escaped_members.append(escaped('"tools":[') + ",".join([e for _, e in hits]) + "]")
+        else:
+            members.append(member := f'"{key}":' + compact_json(value))
+            escaped_members.append(escaped(member))
+    return StructuredResult(data, "{" + ",".join(members) + "}", "{" + ",".join(escaped_members) + "}")
 
 
 def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
@@ -159,13 +169,15 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     return hit
 
 
-def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> str:
-    """A hit's compact JSON, kept on its catalog: at most two per tool, gone with the catalog."""
+def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> tuple[str, str]:
+    """A hit's compact JSON and that escaped in a JSON string, kept on its catalog: at most two per
+    tool, gone with the catalog."""
     key = (position, with_schema)
-    text = entry.hit_json.get(key)
-    if text is None:
-        text = entry.hit_json[key] = compact_json(_hit(entry.catalog.tools[position], with_schema))
-    return text
+    kept = entry.hit_json.get(key)
+    if kept is None:
+        text = compact_json(_hit(entry.catalog.tools[position], with_schema))
+        kept = entry.hit_json[key] = (text, escaped(text))
+    return kept
 
 
 def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:

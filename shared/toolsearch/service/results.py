@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from toolsearch.mcp.protocol import text_content
@@ -110,6 +111,13 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def escaped(text: str) -> str:
+    """`text` as it is written inside a JSON string by `compact_json`, less the quotes: the encoder's
+    own escaping, which goes character by character, so the escaped parts of a text joined are the
+    escaped text."""
+    return encode_basestring(text)[1:-1]  # what json.dumps(ensure_ascii=False) escapes with
+
+
 # The most bytes one character of an answer's compact JSON takes, in every count `limit_result` is
 # given (response_size.py): 4 in UTF-8, 12 on a runtime writing an astral character as two \uXXXX.
 _MOST_BYTES_PER_CHAR = 12
@@ -121,13 +129,16 @@ class StructuredResult(dict[str, Any]):
 
     Its size has a bound read from that text without serialising it again: a text block writes each
     character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
+    Given the text `escaped` too (joined from parts escaped once), the answer writes its text block
+    from that rather than escaping the text again (`text_json`).
     """
 
-    __slots__ = ("data", "text")
+    __slots__ = ("_block", "_escaped", "data", "text")
 
-    def __init__(self, data: dict[str, Any], text: str) -> None:
-        super().__init__(content=[text_content(text)], structuredContent=data, isError=False)
-        self.data, self.text = data, text
+    def __init__(self, data: dict[str, Any], text: str, escaped: str | None = None) -> None:
+        self._block = text_content(text)
+        super().__init__(content=[self._block], structuredContent=data, isError=False)
+        self.data, self.text, self._escaped = data, text, escaped
 
     def data_text(self) -> str | None:
         """The compact JSON of its structuredContent, kept (None once that is another object)."""
@@ -141,6 +152,16 @@ class StructuredResult(dict[str, Any]):
         if content[0].get("text") is not self.text or len(content[0]) != 2:
             return None
         return 7 * len(self.text) + _MOST_CHARS_AROUND
+
+    def text_json(self) -> str | None:
+        """The JSON string of its text block's text, kept; None when not given, or once the block is
+        another object or its text another string."""
+        content = self.get("content")
+        if self._escaped is None or not isinstance(content, list) or len(content) != 1:
+            return None
+        if content[0] is not self._block or self._block.get("text") is not self.text:
+            return None
+        return f'"{self._escaped}"'
 
 
 class KeptList(list[Any]):
