@@ -25,7 +25,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from toolsearch.service.results import KeptList, ResultBudget, StructuredResult, same_items
+from toolsearch.service.results import COMPACT, KeptList, ResultBudget, StructuredResult, same_items
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -45,7 +45,11 @@ def body_text(value: Any, allow_nan: bool = True) -> str:
         text = _with_kept_json(value, result, kept, allow_nan)
         if text is not None:
             return text
-    return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    return (COMPACT if allow_nan else _COMPACT_NO_NAN).encode(value)
+
+
+# As json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")), made once (COMPACT).
+_COMPACT_NO_NAN = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _kept_parts(result: dict[str, Any]) -> dict[str, tuple[Any, str]]:
@@ -84,7 +88,7 @@ def _with_kept_json(
     ):
         return None
     holed = {**message, "result": {**result, **{key: value for key, (value, _) in kept.items()}}}
-    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    text = (COMPACT if allow_nan else _COMPACT_NO_NAN).encode(holed)
     spots = []
     for key, (_, part) in kept.items():
         written = _written_hole(key)
