@@ -319,8 +319,9 @@ class RankedIndex:
             chosen[lexical_top[0]] = True
             chosen[semantic_top[0]] = True
             positions = chosen.nonzero()[0].astype(np.int64, copy=False)
-        else:  # BM25's alone: distinct positions
-            positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
+        else:  # BM25's alone: distinct positions, sorted in a copy of their own
+            positions = lexical_top[0].astype(np.int64)
+            positions.sort()
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.
