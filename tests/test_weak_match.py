@@ -144,6 +144,29 @@ async def test_a_text_needing_escapes_is_written_as_a_fresh_encoding_writes_it()
             assert_written_as_a_fresh_encoding(result)
 
 
+async def test_an_answer_holding_a_constant_is_refused_as_encoding_it_whole_would_be():
+    """A hit whose schema holds NaN: the answer's body is refused (no JSON has NaN), from the kept
+    text as when encoded whole; "NaN" only inside a string is written as ever."""
+    tools = [
+        {"name": "nan_in_words", "description": "Lights: NaN or Infinity in words", "inputSchema": {}},
+        {
+            "name": "nan_in_schema",
+            "description": "Lights with a NaN default",
+            "inputSchema": {"type": "object", "properties": {"level": {"default": float("nan")}}},
+        },
+    ]
+    catalog = Catalog.from_definitions(tools)
+    entry = IndexedCatalog(catalog, make_indexer(None)(catalog))
+    for _ in range(2):  # the second from the hits' kept text
+        words = await search_tools(entry, {"query": "words"}, schemas=3, max_query_chars=100)
+        assert [hit["name"] for hit in words["structuredContent"]["tools"]] == ["nan_in_words"]
+        assert_written_as_a_fresh_encoding(words)
+        schema = await search_tools(entry, {"query": "default"}, schemas=3, max_query_chars=100)
+        assert [hit["name"] for hit in schema["structuredContent"]["tools"]] == ["nan_in_schema"]
+        with pytest.raises(ValueError):
+            JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": schema})
+
+
 async def test_each_catalog_answers_with_its_own_tools_text_when_another_kept_the_same_positions():
     """A hit's text is kept on its catalog: a second caller's catalog, its tools at the same
     positions but described otherwise, never answers with the first's kept text, nor it with its."""

@@ -52,17 +52,18 @@ def body_text(value: Any, allow_nan: bool = True) -> str:
 _COMPACT_NO_NAN = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def _kept_parts(result: dict[str, Any]) -> dict[str, tuple[Any, str]]:
-    """By key of the result: its value with a hole where kept JSON goes, and that JSON."""
-    kept: dict[str, tuple[Any, str]] = {}
+def _kept_parts(result: dict[str, Any]) -> dict[str, tuple[Any, str, bool]]:
+    """By key of the result: its value with a hole where kept JSON goes, that JSON, and whether that
+    may hold a constant (`holds_constant`: a text block's text, a JSON string, holds none)."""
+    kept: dict[str, tuple[Any, str, bool]] = {}
     if isinstance(result, StructuredResult):
         if (text := result.data_text()) is not None:
-            kept["structuredContent"] = (_hole("structuredContent"), text)
+            kept["structuredContent"] = (_hole("structuredContent"), text, result.holds_constant())
         if (written := result.text_json()) is not None:  # the block as it is, its text the hole
-            kept["content"] = ([{**result["content"][0], "text": _hole("content")}], written)
+            kept["content"] = ([{**result["content"][0], "text": _hole("content")}], written, False)
     for key, value in result.items():
         if isinstance(value, KeptList) and (text := value.kept_text()) is not None:
-            kept[key] = (_hole(key), text)
+            kept[key] = (_hole(key), text, value.constant)
     return kept
 
 
@@ -76,21 +77,18 @@ def _written_hole(key: str) -> str:
 
 
 def _with_kept_json(
-    message: dict[str, Any], result: dict[str, Any], kept: dict[str, tuple[Any, str]], allow_nan: bool
+    message: dict[str, Any], result: dict[str, Any], kept: dict[str, tuple[Any, str, bool]], allow_nan: bool
 ) -> str | None:
     """The message encoded with a hole where each kept part goes, then the parts written in. A hole
     is a string JSON writes only escaped; found exactly once, it is the one put there (found again
     anywhere, an id say, the message is encoded whole instead, as is one a constant JSON lacks
-    could be in: encoded whole, it fails as it always did; a text block's text, a JSON string, holds
-    none)."""
-    if not allow_nan and any(
-        "NaN" in text or "Infinity" in text for key, (_, text) in kept.items() if key != "content"
-    ):
+    could be in: encoded whole, it fails as it always did)."""
+    if not allow_nan and any(constant for _, _, constant in kept.values()):
         return None
-    holed = {**message, "result": {**result, **{key: value for key, (value, _) in kept.items()}}}
+    holed = {**message, "result": {**result, **{key: value for key, (value, _, _) in kept.items()}}}
     text = (COMPACT if allow_nan else _COMPACT_NO_NAN).encode(holed)
     spots = []
-    for key, (_, part) in kept.items():
+    for key, (_, part, _) in kept.items():
         written = _written_hole(key)
         at = text.find(written)
         if at < 0 or text.find(written, at + 1) >= 0:

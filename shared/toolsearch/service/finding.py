@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolsearch.catalogs.catalog import Tool, short_description
-from toolsearch.catalogs.store import IndexedCatalog
+from toolsearch.catalogs.store import IndexedCatalog, KeptHit
 from toolsearch.search.weak import is_weak, strength
 from toolsearch.service import tooldefs as T
 from toolsearch.service.results import (
@@ -23,6 +23,7 @@ from toolsearch.service.results import (
     compact_json,
     error_result,
     escaped,
+    holds_constant,
     structured_result,
 )
 from toolsearch.validation.arguments import closest_names
@@ -102,17 +103,21 @@ async def search_tools(
     if queries is not None:
         return structured_result(data)
     # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text;
-    # and that JSON escaped for the text block, from each hit's kept escaped text likewise.
+    # that JSON escaped for the text block, from each hit's kept escaped text likewise; and whether
+    # it may hold a constant, from what each part was found to.
     hits = [_hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])]
-    members, escaped_members = [], []
+    members, escaped_members, constant = [], [], False
     for key, value in data.items():
         if key == "tools":
-            members.append('"tools":[' + ",".join([text for text, _ in hits]) + "]")
-            escaped_members.append(escaped('"tools":[') + ",".join([e for _, e in hits]) + "]")
+            members.append('"tools":[' + ",".join([hit.text for hit in hits]) + "]")
+            escaped_members.append(escaped('"tools":[') + ",".join([hit.escaped for hit in hits]) + "]")
+            constant = constant or any([hit.constant for hit in hits])
         else:
             members.append(member := f'"{key}":' + compact_json(value))
             escaped_members.append(escaped(member))
-    return StructuredResult(data, "{" + ",".join(members) + "}", "{" + ",".join(escaped_members) + "}")
+            constant = constant or holds_constant(member)
+    text, escaped_text = "{" + ",".join(members) + "}", "{" + ",".join(escaped_members) + "}"
+    return StructuredResult(data, text, escaped_text, constant)
 
 
 def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
@@ -169,14 +174,13 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     return hit
 
 
-def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> tuple[str, str]:
-    """A hit's compact JSON and that escaped in a JSON string, kept on its catalog: at most two per
-    tool, gone with the catalog."""
+def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> KeptHit:
+    """A hit's compact JSON, kept on its catalog: at most two per tool, gone with the catalog."""
     key = (position, with_schema)
     kept = entry.hit_json.get(key)
     if kept is None:
         text = compact_json(_hit(entry.catalog.tools[position], with_schema))
-        kept = entry.hit_json[key] = (text, escaped(text))
+        kept = entry.hit_json[key] = KeptHit(text, escaped(text), holds_constant(text))
     return kept
 
 

@@ -117,6 +117,12 @@ def compact_json(value: Any) -> str:
 COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
+def holds_constant(text: str) -> bool:
+    """Whether JSON text may hold NaN or Infinity, which an encoder refusing them raises on: found
+    anywhere, even inside a string, only a sign that the value is to be encoded whole, to see."""
+    return "NaN" in text or "Infinity" in text
+
+
 def escaped(text: str) -> str:
     """`text` as it is written inside a JSON string by `compact_json`, less the quotes: the encoder's
     own escaping, which goes character by character, so the escaped parts of a text joined are the
@@ -136,15 +142,24 @@ class StructuredResult(dict[str, Any]):
     Its size has a bound read from that text without serialising it again: a text block writes each
     character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
     Given the text `escaped` too (joined from parts escaped once), the answer writes its text block
-    from that rather than escaping the text again (`text_json`).
+    from that rather than escaping the text again (`text_json`); given whether the text holds a
+    constant (`holds_constant`, known of its parts), the answer need not look through it for one.
     """
 
-    __slots__ = ("_block", "_escaped", "data", "text")
+    __slots__ = ("_block", "_constant", "_escaped", "data", "text")
 
-    def __init__(self, data: dict[str, Any], text: str, escaped: str | None = None) -> None:
+    def __init__(
+        self, data: dict[str, Any], text: str, escaped: str | None = None, constant: bool | None = None
+    ) -> None:
         self._block = text_content(text)
         super().__init__(content=[self._block], structuredContent=data, isError=False)
-        self.data, self.text, self._escaped = data, text, escaped
+        self.data, self.text, self._escaped, self._constant = data, text, escaped, constant
+
+    def holds_constant(self) -> bool:
+        """`holds_constant` of its text, found once."""
+        if self._constant is None:
+            self._constant = holds_constant(self.text)
+        return self._constant
 
     def data_text(self) -> str | None:
         """The compact JSON of its structuredContent, kept (None once that is another object)."""
@@ -171,13 +186,15 @@ class StructuredResult(dict[str, Any]):
 
 
 class KeptList(list[Any]):
-    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)."""
+    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)
+    and whether that holds a constant (`holds_constant`), given or found once."""
 
-    __slots__ = ("_items", "text")
+    __slots__ = ("_items", "constant", "text")
 
-    def __init__(self, items: list[Any], text: str) -> None:
+    def __init__(self, items: list[Any], text: str, constant: bool | None = None) -> None:
         super().__init__(items)
         self._items, self.text = tuple(items), text  # the items themselves: an id alone can be reused
+        self.constant = holds_constant(text) if constant is None else constant
 
     def kept_text(self) -> str | None:
         """Its JSON, kept; None once it holds other items than it was made with."""
