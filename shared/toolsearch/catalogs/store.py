@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from toolsearch.callers.identity import Caller
 from toolsearch.callers.refusal import REFUSING_KINDS, refusal_status
@@ -60,9 +60,10 @@ _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier w
 
 
 class KeptHit(NamedTuple):
-    """A search hit as answers write it: its compact JSON, that escaped as a text block writes it,
-    and whether it may hold a constant (`service.results.holds_constant`)."""
+    """A search hit as answers hold it: its data, its compact JSON, that escaped as a text block
+    writes it, and whether it may hold a constant (`service.results.holds_constant`)."""
 
+    data: dict[str, Any]
     text: str
     escaped: str
     constant: bool

@@ -76,11 +76,11 @@ async def search_tools(
         found = await asyncio.to_thread(_find, entry, asked, limit)
     else:
         found = _find(entry, asked, limit)
-    tools = entry.catalog.tools
-    lists = [
-        [_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)]
+    kept = [
+        [_kept_hit(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(positions)]
         for positions, _ in found
     ]
+    lists = [[hit.data for hit in hits] for hits in kept]
     data: dict[str, Any] = {"total": len(entry.catalog)}
     notes = []
     if cut:
@@ -105,7 +105,7 @@ async def search_tools(
     # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text;
     # that JSON escaped for the text block, from each hit's kept escaped text likewise; and whether
     # it may hold a constant, from what each part was found to.
-    hits = [_hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])]
+    hits = kept[0]
     members, escaped_members, constant = [], [], False
     for key, value in data.items():
         if key == "tools":
@@ -174,13 +174,15 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     return hit
 
 
-def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> KeptHit:
-    """A hit's compact JSON, kept on its catalog: at most two per tool, gone with the catalog."""
+def _kept_hit(entry: IndexedCatalog, position: int, with_schema: bool) -> KeptHit:
+    """A hit, its data and compact JSON, kept on its catalog: at most two per tool, gone with the
+    catalog. Its data is the same object in every answer: nothing changes an answer's data."""
     key = (position, with_schema)
     kept = entry.hit_json.get(key)
     if kept is None:
-        text = compact_json(_hit(entry.catalog.tools[position], with_schema))
-        kept = entry.hit_json[key] = KeptHit(text, escaped(text), holds_constant(text))
+        data = _hit(entry.catalog.tools[position], with_schema)
+        text = compact_json(data)
+        kept = entry.hit_json[key] = KeptHit(data, text, escaped(text), holds_constant(text))
     return kept
 
 
