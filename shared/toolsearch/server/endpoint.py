@@ -35,6 +35,7 @@ from toolsearch.mcp.negotiation import check_param_headers, negotiate
 from toolsearch.ops.telemetry import Telemetry
 from toolsearch.ops.timing import Span
 from toolsearch.server.http_edge import HttpEdge
+from toolsearch.server.request_body import read_body
 from toolsearch.server.response_size import JsonAnswer, ResponseSize
 from toolsearch.server.streaming import ProgressStream, accepts_event_stream
 from toolsearch.service import tooldefs as T
@@ -219,26 +220,11 @@ class McpEndpoint:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
-        body = bytearray()
         deadline = self.config.request_read_timeout
         try:
             # One deadline for the whole body: a client trickling it would hold its connection for ever.
             async with asyncio.timeout(deadline):
-                # The ASGI messages read as Starlette's `request.stream()` reads them, without its
-                # async generator (a few microseconds a request); nothing reads the body after this.
-                receive, more = request.receive, True
-                while more:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise ClientDisconnect()
-                    if message["type"] != "http.request":
-                        continue
-                    body += message.get("body", b"")
-                    more = message.get("more_body", False)
-                    if len(body) > limit:
-                        raise P.RpcError(
-                            P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413
-                        )
+                body = await read_body(request.receive, limit)
         except ClientDisconnect as exc:
             raise P.RpcError(P.INVALID_REQUEST, "Client went away", http_status=400) from exc
         except TimeoutError as exc:
@@ -248,7 +234,9 @@ class McpEndpoint:
                 http_status=408,
                 headers={"Connection": "close"},
             ) from exc
-        return bytes(body)
+        if body is None:
+            raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
+        return body
 
     # -- protocol
 
