@@ -36,6 +36,7 @@ from toolsearch.ops.telemetry import Telemetry
 from toolsearch.ops.timing import Span
 from toolsearch.server.http_edge import HttpEdge
 from toolsearch.server.request_body import read_body
+from toolsearch.server.request_headers import index_headers
 from toolsearch.server.response_size import JsonAnswer, ResponseSize
 from toolsearch.server.streaming import ProgressStream, accepts_event_stream
 from toolsearch.service import tooldefs as T
@@ -101,6 +102,7 @@ class McpEndpoint:
         message: Any = None
         streamed = False
         try:
+            index_headers(request)
             self._edge.check_origin(request)
             body = await self._read_body(request)
             message = parse(body)
