@@ -126,6 +126,40 @@ def test_a_structured_results_kept_json_is_written_as_encoding_it_would(data, me
         assert JsonAnswer(answer).body == _plain(answer).encode()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(json_values, max_size=4), st.integers() | text)
+def test_a_text_block_written_from_its_kept_escaped_parts_is_what_encoding_it_would_write(parts, request_id):
+    """A structured result's text given escaped in parts (as search_tools joins its hits'): the
+    answer is the bytes of encoding it whole, lone surrogates and all."""
+    from toolsearch.service.results import StructuredResult, compact_json, escaped
+
+    parts = [*parts, '\ud800 "\\ \x1f š 💡']
+    data = {"parts": parts}
+    pieces = [compact_json(part) for part in parts]  # each part's JSON, then escaped apart
+    text = '{"parts":[' + ",".join(pieces) + "]}"
+    result = StructuredResult(data, text, escaped('{"parts":[') + ",".join(map(escaped, pieces)) + "]}")
+    message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    assert text == _plain(data) and result.text_json() == json.dumps(text, ensure_ascii=False)
+    assert body_text(message) == _plain(message)
+
+
+def test_a_kept_text_block_is_not_written_once_its_block_or_text_changed():
+    from toolsearch.service.results import StructuredResult, escaped
+
+    for change in ("text", "block", "another block"):
+        result = StructuredResult({"a": 1}, '{"a":1}', escaped('{"a":1}'))
+        if change == "text":
+            result["content"][0]["text"] = "changed"
+        elif change == "block":
+            result["content"] = [{"type": "text", "text": "changed"}]
+        else:
+            result["content"].append({"type": "text", "text": "more"})
+        message = {"jsonrpc": "2.0", "id": 1, "result": result}
+        assert result.text_json() is None
+        assert body_text(message) == _plain(message)
+
+
 def test_the_kept_json_is_not_trusted_where_it_could_differ():
     from toolsearch.service.results import kept_list, structured_result
 

@@ -166,3 +166,41 @@ def test_without_httptools_the_deadline_stays_on_h11():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
+
+
+def _asgi_post(app, messages: list[dict]) -> tuple[int, bytes]:
+    """POST /mcp to the app as an ASGI server would, the body as these messages; status and body."""
+    import asyncio
+
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")]
+    headers += [(name.lower().encode(), value.encode()) for name, value in LIST["headers"].items()]
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+        "headers": headers, "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8080),
+    }  # fmt: skip
+    pending, sent = list(messages), []
+
+    async def receive() -> dict:
+        return pending.pop(0) if pending else {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def test_a_body_in_several_messages_is_read_whole_and_a_client_gone_before_its_end_is_answered_so():
+    proxy = build_proxy(Settings(embedder="none"))
+    whole = _asgi_post(proxy.app, [{"type": "http.request", "body": BODY, "more_body": False}])
+    pieces = [BODY[:5], b"", BODY[5:20], BODY[20:]]
+    chunked = [{"type": "http.request", "body": piece, "more_body": True} for piece in pieces]
+    chunked[-1]["more_body"] = False
+    in_pieces = _asgi_post(proxy.app, chunked)
+
+    assert whole[0] == in_pieces[0] == 200
+    assert json.loads(whole[1])["result"]["tools"] == json.loads(in_pieces[1])["result"]["tools"]
+    status, body = _asgi_post(proxy.app, chunked[:2])  # then the client goes away
+    assert status == 400 and "Client went away" in body.decode()

@@ -20,8 +20,10 @@ from toolsearch.search.embedder import load_configured_embedder
 from toolsearch.search.index import make_indexer
 from toolsearch.search.weak import Strength, is_weak
 from toolsearch.server.demo import demo_tools
+from toolsearch.server.response_size import JsonAnswer, body_text
 from toolsearch.service import tooldefs as T
 from toolsearch.service.finding import WEAK_NOTE, search_tools
+from toolsearch.service.results import StructuredResult
 
 FOUND = "turn on the kitchen lights"
 NOT_HERE = "bake a sourdough loaf"
@@ -102,6 +104,67 @@ async def test_the_text_block_is_the_json_of_the_structured_content_as_a_fresh_e
         result = await search_tools(entry, arguments, schemas=3, max_query_chars=100)
         fresh = json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
         assert result["content"][0]["text"] == fresh == result.data_text()
+        assert_written_as_a_fresh_encoding(result)
+
+
+def assert_written_as_a_fresh_encoding(result: StructuredResult) -> None:
+    """The answer's body, its text block written from the kept escaped text when there is one (one
+    query), is the bytes json.dumps writes for the same message."""
+    text = result["content"][0]["text"]
+    several = "results" in result["structuredContent"]  # several queries: encoded as a whole
+    assert result.text_json() == (None if several else json.dumps(text, ensure_ascii=False))
+    message = {"jsonrpc": "2.0", "id": 7, "result": result}
+    fresh = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    assert body_text(message) == fresh and JsonAnswer(message).body == fresh.encode()
+
+
+ODD_TEXT = 'Turn "on" the kitchen \\lights\n\tšviesa virtuvėje 💡 \x01 \u2028 </script>'
+
+
+async def test_a_text_needing_escapes_is_written_as_a_fresh_encoding_writes_it():
+    """Quotes, backslashes, control and non-ASCII characters in the hits, escaped from their kept
+    parts: the same bytes as json.dumps of the whole answer."""
+    tools = [
+        {
+            "name": f"light_{i}",
+            "description": f"{ODD_TEXT} {i}",
+            "inputSchema": {"type": "object", "properties": {"mode": {"enum": [ODD_TEXT, "a\\b"]}}},
+        }
+        for i in range(5)
+    ]
+    catalog = Catalog.from_definitions(tools)
+    entry = IndexedCatalog(catalog, make_indexer(None)(catalog))
+    for arguments in ({"query": "kitchen lights"}, {"query": "šviesa", "schemas": False}):
+        for _ in range(2):  # the second from the hits' kept text
+            result = await search_tools(entry, arguments, schemas=3, max_query_chars=100)
+            text = result["content"][0]["text"]
+            assert text == json.dumps(result["structuredContent"], ensure_ascii=False, separators=(",", ":"))
+            assert result.text_json() == json.dumps(text, ensure_ascii=False)
+            assert all(part in text for part in ('\\"on\\"', "\\\\lights", "\\u0001", "💡"))
+            assert_written_as_a_fresh_encoding(result)
+
+
+async def test_an_answer_holding_a_constant_is_refused_as_encoding_it_whole_would_be():
+    """A hit whose schema holds NaN: the answer's body is refused (no JSON has NaN), from the kept
+    text as when encoded whole; "NaN" only inside a string is written as ever."""
+    tools = [
+        {"name": "nan_in_words", "description": "Lights: NaN or Infinity in words", "inputSchema": {}},
+        {
+            "name": "nan_in_schema",
+            "description": "Lights with a NaN default",
+            "inputSchema": {"type": "object", "properties": {"level": {"default": float("nan")}}},
+        },
+    ]
+    catalog = Catalog.from_definitions(tools)
+    entry = IndexedCatalog(catalog, make_indexer(None)(catalog))
+    for _ in range(2):  # the second from the hits' kept text
+        words = await search_tools(entry, {"query": "words"}, schemas=3, max_query_chars=100)
+        assert [hit["name"] for hit in words["structuredContent"]["tools"]] == ["nan_in_words"]
+        assert_written_as_a_fresh_encoding(words)
+        schema = await search_tools(entry, {"query": "default"}, schemas=3, max_query_chars=100)
+        assert [hit["name"] for hit in schema["structuredContent"]["tools"]] == ["nan_in_schema"]
+        with pytest.raises(ValueError):
+            JsonAnswer({"jsonrpc": "2.0", "id": 1, "result": schema})
 
 
 async def test_each_catalog_answers_with_its_own_tools_text_when_another_kept_the_same_positions():

@@ -34,7 +34,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
 from toolsearch.callers.identity import Caller
 from toolsearch.callers.refusal import REFUSING_KINDS, refusal_status
@@ -59,16 +59,28 @@ MAX_KNOWN_KEYS = 16384  # keys this process has held a catalog for (about 150 by
 _POLL_FIRST, _POLL_MOST = 0.1, 1.0  # seconds between looks at the shared tier while another lists
 
 
+class KeptHit(NamedTuple):
+    """A search hit as answers hold it: its data, its compact JSON, that escaped as a text block
+    writes it, and whether it may hold a constant (`service.results.holds_constant`)."""
+
+    data: dict[str, Any]
+    text: str
+    escaped: str
+    constant: bool
+
+
 @dataclass(frozen=True, slots=True)
 class IndexedCatalog:
     """A catalog with what is derived from it once: its search index, its schemas' validators, and
-    the compact JSON of each search hit as written (by position and schema flag), filled as hits are
-    first returned, so it lives and dies with the catalog and is never shared with another's."""
+    each search hit as written (by position and schema flag, `KeptHit`), filled as hits are first
+    returned, so it lives and dies with the catalog and is never shared with another's."""
 
     catalog: Catalog
     index: SearchIndex
     validators: Validators = field(default_factory=Validators)
-    hit_json: dict[tuple[int, bool], str] = field(default_factory=dict, init=False, compare=False, repr=False)
+    hit_json: dict[tuple[int, bool], KeptHit] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
 
 class CatalogSource(Protocol):

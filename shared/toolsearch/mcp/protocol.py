@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,9 @@ MODERN_ERRORS = frozenset({HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORT
 HEADER_OWS = " \t"
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="
+_FIELD_TEXT = re.compile(
+    r"[\t\x20-\x7e]*"
+)  # visible ASCII, space and tab: one match, not a loop per character
 
 
 @dataclass
@@ -108,7 +112,7 @@ def decode_header_value(value: str) -> str | None:
             return base64.b64decode(encoded, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
-    if any(not (0x20 <= ord(ch) <= 0x7E or ch == "\t") for ch in value):
+    if _FIELD_TEXT.fullmatch(value) is None:
         return None
     return value
 

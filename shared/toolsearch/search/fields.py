@@ -100,7 +100,8 @@ class FieldSums:
     name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
     server_idf: np.ndarray  # the same of the whole tool's, each x its server-specificity (`server_specific`)
     idf_total: float  # the IDF of every distinct query term, summed
-    keys: np.ndarray  # (fields x candidates): row x catalog size + position, to pick per-tool facts with
+    sizes: np.ndarray  # (4 x candidates): the name's terms, description length, action's and server's terms
+    ids: np.ndarray  # (2 x candidates): the verb class + 1 (0: none), the action's id
 
 
 class FieldIndex:
@@ -148,7 +149,7 @@ class FieldIndex:
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
         # What the features gather of each candidate, fact after fact, each by key (fact x catalog
-        # size + position): one gather with `FieldSums.keys` takes a few facts of every candidate.
+        # size + position): `sums` takes them of every candidate in one gather each (`FieldSums`).
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
         self.tool_ids = np.concatenate([classes, self.action_ids]).astype(np.int64)
         self.tool_sizes = np.concatenate(
@@ -261,9 +262,11 @@ class FieldIndex:
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
+        # The candidates' facts, gathered once for every feature that reads them.
+        sizes, ids = self.tool_sizes[picked[:4]], self.tool_ids[picked[:2]]
         if not found or not n:
-            zeros = np.zeros(n)
-            return FieldSums(np.zeros((3, n)), np.zeros((len(_COUNTED), n)), zeros, zeros, idf_total, picked)
+            zeros = np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), np.zeros(n)
+            return FieldSums(*zeros, idf_total, sizes, ids)
         starts, table = self._starts, self._postings_table
         if len(found) == 1:
             postings = table[:, starts[found[0]] : starts[found[0] + 1]]
@@ -277,7 +280,7 @@ class FieldIndex:
         keys = postings[0].astype(np.intp)
         summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
         return FieldSums(
-            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, picked
+            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, sizes, ids
         )
 
     def extra(
@@ -295,11 +298,13 @@ class FieldIndex:
         candidates: np.ndarray,
         sums: FieldSums,
         verb_asked: np.ndarray | None = None,
+        distinct: list[str] | None = None,
     ) -> None:
-        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given."""
-        distinct = list(dict.fromkeys(terms))
+        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
+        `distinct`: the query's distinct terms, when the caller has them already."""
+        distinct = list(dict.fromkeys(terms)) if distinct is None else distinct
         count = max(len(distinct), 1)
-        classes, actions = self.tool_ids[sums.keys[:2]]
+        classes, actions = sums.ids
         held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
         rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
         if verb_asked is not None:
@@ -307,7 +312,7 @@ class FieldIndex:
         query_class = verb_class(distinct)
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][classes]
-        action_sizes, server_sizes = self.tool_sizes[sums.keys[2:4]]
+        action_sizes, server_sizes = sums.sizes[2:]
         np.divide(held[3], server_sizes, out=rows[2])
         np.divide(held[4], count, out=rows[3])
         np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])

@@ -139,7 +139,10 @@ class LexicalIndex:
         candidates = matched.nonzero()[0]
         candidate_scores = scores[candidates]
         if len(candidates) > limit:  # keep the top `limit` scores and every tie with the last of them
-            threshold = np.partition(candidate_scores, len(candidates) - limit)[len(candidates) - limit]
+            cut = len(candidates) - limit
+            kth = candidate_scores.copy()  # np.partition's own copy, sorted in place without its wrapper
+            kth.partition(cut)
+            threshold = kth[cut]
             keep = candidate_scores >= threshold
             candidates, candidate_scores = candidates[keep], candidate_scores[keep]
         order = (-candidate_scores).argsort(kind="stable")[:limit]  # candidates ascend, so ties by position

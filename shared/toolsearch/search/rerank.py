@@ -178,7 +178,8 @@ def features(
     if not n:
         return matrix
     rows = matrix.T
-    count = max(len(dict.fromkeys(terms)), 1)
+    distinct = list(dict.fromkeys(terms))
+    count = max(len(distinct), 1)
     sums = fields.sums(terms, candidates)
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
     # when that is not above 0), in one division.
@@ -186,7 +187,7 @@ def features(
     best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
     np.divide(bm25s, best, out=rows[:4], where=best > 0)
     bm25 = rows[0]
-    name_sizes, description_length = fields.tool_sizes[sums.keys[:2]]
+    name_sizes, description_length = sums.sizes[:2]
     np.divide(sums.held[:2], count, out=rows[4:6])
     np.divide(sums.held[1], name_sizes, out=rows[6])
     _rank_feature(rows[8], lexical_top[0], candidates)
@@ -203,7 +204,7 @@ def features(
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
-    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7])
+    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7], distinct=distinct)
     fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
@@ -328,8 +329,9 @@ class RankedIndex:
             chosen[lexical_top[0]] = True
             chosen[semantic_top[0]] = True
             positions = chosen.nonzero()[0].astype(np.int64, copy=False)
-        else:  # BM25's alone: distinct positions
-            positions = np.sort(lexical_top[0]).astype(np.int64, copy=False)
+        else:  # BM25's alone: distinct positions, sorted in a copy of their own
+            positions = lexical_top[0].astype(np.int64)
+            positions.sort()
         matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.

@@ -35,6 +35,8 @@ from toolsearch.mcp.negotiation import check_param_headers, negotiate
 from toolsearch.ops.telemetry import Telemetry
 from toolsearch.ops.timing import Span
 from toolsearch.server.http_edge import HttpEdge
+from toolsearch.server.request_body import read_body
+from toolsearch.server.request_headers import index_headers
 from toolsearch.server.response_size import JsonAnswer, ResponseSize
 from toolsearch.server.streaming import ProgressStream, accepts_event_stream
 from toolsearch.service import tooldefs as T
@@ -100,6 +102,7 @@ class McpEndpoint:
         message: Any = None
         streamed = False
         try:
+            index_headers(request)
             self._edge.check_origin(request)
             body = await self._read_body(request)
             message = parse(body)
@@ -219,17 +222,11 @@ class McpEndpoint:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
-        body = bytearray()
         deadline = self.config.request_read_timeout
         try:
             # One deadline for the whole body: a client trickling it would hold its connection for ever.
             async with asyncio.timeout(deadline):
-                async for chunk in request.stream():
-                    body += chunk
-                    if len(body) > limit:
-                        raise P.RpcError(
-                            P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413
-                        )
+                body = await read_body(request.receive, limit)
         except ClientDisconnect as exc:
             raise P.RpcError(P.INVALID_REQUEST, "Client went away", http_status=400) from exc
         except TimeoutError as exc:
@@ -239,7 +236,9 @@ class McpEndpoint:
                 http_status=408,
                 headers={"Connection": "close"},
             ) from exc
-        return bytes(body)
+        if body is None:
+            raise P.RpcError(P.INVALID_REQUEST, f"Request body over {limit} bytes", http_status=413)
+        return body
 
     # -- protocol
 

@@ -16,6 +16,7 @@ counts what the runtime in use writes, exactly, without encoding twice.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from toolsearch.service.results import KeptList, ResultBudget, StructuredResult, same_items
+from toolsearch.service.results import COMPACT, KeptList, ResultBudget, StructuredResult, same_items
 
 LAMBDA_RESPONSE_BYTES = 6_291_456  # a synchronous invocation's response, serialised
 # Room for what surrounds the body in the response object: status, headers, flags.
@@ -44,38 +45,55 @@ def body_text(value: Any, allow_nan: bool = True) -> str:
         text = _with_kept_json(value, result, kept, allow_nan)
         if text is not None:
             return text
-    return json.dumps(value, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    return (COMPACT if allow_nan else _COMPACT_NO_NAN).encode(value)
 
 
-def _kept_parts(result: dict[str, Any]) -> dict[str, str]:
-    kept: dict[str, str] = {}
-    if isinstance(result, StructuredResult) and (text := result.data_text()) is not None:
-        kept["structuredContent"] = text
+# As json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")), made once (COMPACT).
+_COMPACT_NO_NAN = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _kept_parts(result: dict[str, Any]) -> dict[str, tuple[Any, str, bool]]:
+    """By key of the result: its value with a hole where kept JSON goes, that JSON, and whether that
+    may hold a constant (`holds_constant`: a text block's text, a JSON string, holds none)."""
+    kept: dict[str, tuple[Any, str, bool]] = {}
+    if isinstance(result, StructuredResult):
+        if (text := result.data_text()) is not None:
+            kept["structuredContent"] = (_hole("structuredContent"), text, result.holds_constant())
+        if (written := result.text_json()) is not None:  # the block as it is, its text the hole
+            kept["content"] = ([{**result["content"][0], "text": _hole("content")}], written, False)
     for key, value in result.items():
         if isinstance(value, KeptList) and (text := value.kept_text()) is not None:
-            kept[key] = text
+            kept[key] = (_hole(key), text, value.constant)
     return kept
 
 
+def _hole(key: str) -> str:
+    return f"\x00kept {key}\x00"
+
+
+@functools.lru_cache(maxsize=64)
+def _written_hole(key: str) -> str:
+    return json.dumps(_hole(key))
+
+
 def _with_kept_json(
-    message: dict[str, Any], result: dict[str, Any], kept: dict[str, str], allow_nan: bool
+    message: dict[str, Any], result: dict[str, Any], kept: dict[str, tuple[Any, str, bool]], allow_nan: bool
 ) -> str | None:
     """The message encoded with a hole where each kept part goes, then the parts written in. A hole
     is a string JSON writes only escaped; found exactly once, it is the one put there (found again
     anywhere, an id say, the message is encoded whole instead, as is one a constant JSON lacks
     could be in: encoded whole, it fails as it always did)."""
-    if not allow_nan and any("NaN" in text or "Infinity" in text for text in kept.values()):
+    if not allow_nan and any(constant for _, _, constant in kept.values()):
         return None
-    holes = {key: f"\x00kept {key}\x00" for key in kept}
-    holed = {**message, "result": {**result, **holes}}
-    text = json.dumps(holed, ensure_ascii=False, allow_nan=allow_nan, separators=(",", ":"))
+    holed = {**message, "result": {**result, **{key: value for key, (value, _, _) in kept.items()}}}
+    text = (COMPACT if allow_nan else _COMPACT_NO_NAN).encode(holed)
     spots = []
-    for key, hole in holes.items():
-        written = json.dumps(hole)
+    for key, (_, part, _) in kept.items():
+        written = _written_hole(key)
         at = text.find(written)
         if at < 0 or text.find(written, at + 1) >= 0:
             return None
-        spots.append((at, at + len(written), kept[key]))
+        spots.append((at, at + len(written), part))
     parts, done = [], 0
     for start, end, part in sorted(spots):
         parts += [text[done:start], part]

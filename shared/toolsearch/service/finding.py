@@ -15,10 +15,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolsearch.catalogs.catalog import Tool, short_description
-from toolsearch.catalogs.store import IndexedCatalog
+from toolsearch.catalogs.store import IndexedCatalog, KeptHit
 from toolsearch.search.weak import is_weak, strength
 from toolsearch.service import tooldefs as T
-from toolsearch.service.results import StructuredResult, compact_json, error_result, structured_result
+from toolsearch.service.results import (
+    StructuredResult,
+    compact_json,
+    error_result,
+    escaped,
+    holds_constant,
+    structured_result,
+)
 from toolsearch.validation.arguments import closest_names
 
 EXACT_NAME_PREFIX = "select:"
@@ -69,11 +76,11 @@ async def search_tools(
         found = await asyncio.to_thread(_find, entry, asked, limit)
     else:
         found = _find(entry, asked, limit)
-    tools = entry.catalog.tools
-    lists = [
-        [_hit(tools[p], with_schemas and rank < schemas) for rank, p in enumerate(positions)]
+    kept = [
+        [_kept_hit(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(positions)]
         for positions, _ in found
     ]
+    lists = [[hit.data for hit in hits] for hits in kept]
     data: dict[str, Any] = {"total": len(entry.catalog)}
     notes = []
     if cut:
@@ -95,14 +102,22 @@ async def search_tools(
         data["note"] = " ".join(notes)
     if queries is not None:
         return structured_result(data)
-    # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text.
-    hits = ",".join(
-        _hit_json(entry, p, with_schemas and rank < schemas) for rank, p in enumerate(found[0][0])
-    )
-    members = (
-        f'"{key}":' + (f"[{hits}]" if key == "tools" else compact_json(value)) for key, value in data.items()
-    )
-    return StructuredResult(data, "{" + ",".join(members) + "}")
+    # One query: the data's JSON as json.dumps writes it, its tools joined from each hit's kept text;
+    # that JSON escaped for the text block, from each hit's kept escaped text likewise; and whether
+    # it may hold a constant, from what each part was found to.
+    hits = kept[0]
+    members, escaped_members, constant = [], [], False
+    for key, value in data.items():
+        if key == "tools":
+            members.append('"tools":[' + ",".join([hit.text for hit in hits]) + "]")
+            escaped_members.append(escaped('"tools":[') + ",".join([hit.escaped for hit in hits]) + "]")
+            constant = constant or any([hit.constant for hit in hits])
+        else:
+            members.append(member := f'"{key}":' + compact_json(value))
+            escaped_members.append(escaped(member))
+            constant = constant or holds_constant(member)
+    text, escaped_text = "{" + ",".join(members) + "}", "{" + ",".join(escaped_members) + "}"
+    return StructuredResult(data, text, escaped_text, constant)
 
 
 def _find(entry: IndexedCatalog, asked: list[str], limit: int) -> list[tuple[list[int], bool]]:
@@ -159,13 +174,16 @@ def _hit(tool: Tool, with_schema: bool) -> dict[str, Any]:
     return hit
 
 
-def _hit_json(entry: IndexedCatalog, position: int, with_schema: bool) -> str:
-    """A hit's compact JSON, kept on its catalog: at most two per tool, gone with the catalog."""
+def _kept_hit(entry: IndexedCatalog, position: int, with_schema: bool) -> KeptHit:
+    """A hit, its data and compact JSON, kept on its catalog: at most two per tool, gone with the
+    catalog. Its data is the same object in every answer: nothing changes an answer's data."""
     key = (position, with_schema)
-    text = entry.hit_json.get(key)
-    if text is None:
-        text = entry.hit_json[key] = compact_json(_hit(entry.catalog.tools[position], with_schema))
-    return text
+    kept = entry.hit_json.get(key)
+    if kept is None:
+        data = _hit(entry.catalog.tools[position], with_schema)
+        text = compact_json(data)
+        kept = entry.hit_json[key] = KeptHit(data, text, escaped(text), holds_constant(text))
+    return kept
 
 
 def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:

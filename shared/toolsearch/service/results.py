@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from toolsearch.mcp.protocol import text_content
@@ -107,7 +108,26 @@ def _sentence(text: str) -> str:
 
 def compact_json(value: Any) -> str:
     """The compact JSON the proxy writes results in (non-ASCII kept)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return COMPACT.encode(value)
+
+
+# json.dumps(value, ensure_ascii=False, separators=(",", ":")) as one encoder made once: dumps makes
+# a new one for each call given options (a microsecond or two, a few times a request). An encoder
+# holds only its options, so one serves every thread.
+COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def holds_constant(text: str) -> bool:
+    """Whether JSON text may hold NaN or Infinity, which an encoder refusing them raises on: found
+    anywhere, even inside a string, only a sign that the value is to be encoded whole, to see."""
+    return "NaN" in text or "Infinity" in text
+
+
+def escaped(text: str) -> str:
+    """`text` as it is written inside a JSON string by `compact_json`, less the quotes: the encoder's
+    own escaping, which goes character by character, so the escaped parts of a text joined are the
+    escaped text."""
+    return encode_basestring(text)[1:-1]  # what json.dumps(ensure_ascii=False) escapes with
 
 
 # The most bytes one character of an answer's compact JSON takes, in every count `limit_result` is
@@ -121,13 +141,25 @@ class StructuredResult(dict[str, Any]):
 
     Its size has a bound read from that text without serialising it again: a text block writes each
     character of it as at most 6, and structuredContent is the text itself. `limit_result` uses it.
+    Given the text `escaped` too (joined from parts escaped once), the answer writes its text block
+    from that rather than escaping the text again (`text_json`); given whether the text holds a
+    constant (`holds_constant`, known of its parts), the answer need not look through it for one.
     """
 
-    __slots__ = ("data", "text")
+    __slots__ = ("_block", "_constant", "_escaped", "data", "text")
 
-    def __init__(self, data: dict[str, Any], text: str) -> None:
-        super().__init__(content=[text_content(text)], structuredContent=data, isError=False)
-        self.data, self.text = data, text
+    def __init__(
+        self, data: dict[str, Any], text: str, escaped: str | None = None, constant: bool | None = None
+    ) -> None:
+        self._block = text_content(text)
+        super().__init__(content=[self._block], structuredContent=data, isError=False)
+        self.data, self.text, self._escaped, self._constant = data, text, escaped, constant
+
+    def holds_constant(self) -> bool:
+        """`holds_constant` of its text, found once."""
+        if self._constant is None:
+            self._constant = holds_constant(self.text)
+        return self._constant
 
     def data_text(self) -> str | None:
         """The compact JSON of its structuredContent, kept (None once that is another object)."""
@@ -142,15 +174,27 @@ class StructuredResult(dict[str, Any]):
             return None
         return 7 * len(self.text) + _MOST_CHARS_AROUND
 
+    def text_json(self) -> str | None:
+        """The JSON string of its text block's text, kept; None when not given, or once the block is
+        another object or its text another string."""
+        content = self.get("content")
+        if self._escaped is None or not isinstance(content, list) or len(content) != 1:
+            return None
+        if content[0] is not self._block or self._block.get("text") is not self.text:
+            return None
+        return f'"{self._escaped}"'
+
 
 class KeptList(list[Any]):
-    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)."""
+    """A list that keeps its compact JSON text (the five tools' definitions, the same every tools/list)
+    and whether that holds a constant (`holds_constant`), given or found once."""
 
-    __slots__ = ("_items", "text")
+    __slots__ = ("_items", "constant", "text")
 
-    def __init__(self, items: list[Any], text: str) -> None:
+    def __init__(self, items: list[Any], text: str, constant: bool | None = None) -> None:
         super().__init__(items)
         self._items, self.text = tuple(items), text  # the items themselves: an id alone can be reused
+        self.constant = holds_constant(text) if constant is None else constant
 
     def kept_text(self) -> str | None:
         """Its JSON, kept; None once it holds other items than it was made with."""
@@ -167,7 +211,7 @@ def structured_result(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def json_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    return len(COMPACT.encode(value).encode())
 
 
 class Fitted(dict[str, Any]):

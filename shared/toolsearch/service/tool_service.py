@@ -76,12 +76,14 @@ class ToolService:
         """
         entry = await self._listed(caller, _no_catalog_for_tools_list)
         if entry is None:
-            return KeptList(self._definitions, self._listed_alone.text)
+            return KeptList(self._definitions, self._listed_alone.text, self._listed_alone.constant)
         catalog = entry.catalog
         pinned = [dict(catalog.by_name[name].definition) for name in self._pinned if name in catalog.by_name]
         pinned += [dict(tool.definition) for tool in self._always_loaded(catalog)]
         if not pinned:
-            return KeptList(self._definitions, self._listed_alone.text)  # a new list: callers may add to it
+            return KeptList(
+                self._definitions, self._listed_alone.text, self._listed_alone.constant
+            )  # a new list: callers may add to it
         return self._definitions + pinned
 
     async def instructions(self, caller: Caller) -> str:
