@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 
-__all__ = ["FieldIndex", "FieldSums", "server_and_action"]
+__all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -68,11 +69,13 @@ def verb_class(terms: Sequence[str]) -> int:
     return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
 
 
-# The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`), then, each distinct term once, eight counted (each
+# The fields of the postings table, in its order: four summed as BM25 (every query term, repeats
+# included, as `LexicalIndex.term_scores`; the whole tool's last: its scores pick the candidates,
+# from the same gather as their sums, `FieldIndex.gather`), then, each distinct term once, eight counted (each
 # posting 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF
 # times how few of the tool's server's other tools hold them (`server_specific`).
-_BM25_FIELDS = ("name", "description", "parameters")
+_BM25_FIELDS = ("name", "description", "parameters", "whole")
+_WHOLE = len(_BM25_FIELDS) - 1  # the whole tool's BM25: its field in the table
 _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
 _WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
@@ -87,6 +90,14 @@ class _Weighed:
     _starts: np.ndarray
     _positions: np.ndarray
     _contributions: np.ndarray
+
+
+class Gathered(NamedTuple):
+    """One query's terms as the table's ids (found ones only), and every field's sums of every tool
+    by key (None: no term found)."""
+
+    found: list[int]
+    summed: np.ndarray | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,25 +259,45 @@ class FieldIndex:
         starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
         return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
 
-    def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
-        """BM25 and terms held per field, for these candidates (distinct positions, any order).
+    def gather(self, terms: Sequence[str]) -> Gathered:
+        """Every field's sums of every tool for these query terms: one gather and one bincount.
 
-        One gather and one bincount: the BM25 fields' postings of every term (repeats too, in the
-        query's order) beside the other fields' of each distinct term (once), keys apart; the
-        candidates' sums picked by key. (Adding into the candidates' slots alone, each posting's
-        position mapped to its slot, was no faster at 2,000 or 6,000 tools: the mapping costs what
-        the smaller table saves.)"""
-        n = len(candidates)
+        The BM25 fields' postings of every term (repeats too, in the query's order) beside the
+        other fields' of each distinct term (once), keys apart. (Adding into the candidates' slots
+        alone, each posting's position mapped to its slot, was no faster at 2,000 or 6,000 tools:
+        the mapping costs what the smaller table saves.)"""
         get = self._term_ids.get
         found = [t for term in terms if (t := get(term, -1)) >= 0]
+        return Gathered(found, self._bincount(found) if found else None)
+
+    def scores(self, gathered: Gathered) -> tuple[np.ndarray, np.ndarray]:
+        """The whole tool's BM25 of every tool and which tools hold any term: `whole.scores`'
+        values (its postings added in the same order), read off the gather the sums come from."""
+        summed, size = gathered.summed, self.size
+        if summed is None:
+            return np.zeros(size), np.zeros(size, dtype=bool)
+        held = len(_BM25_FIELDS) * size  # the whole tool's terms held: its first counted field
+        return summed[_WHOLE * size : held], summed[held : held + size] > 0
+
+    def sums(
+        self, terms: Sequence[str], candidates: np.ndarray, gathered: Gathered | None = None
+    ) -> FieldSums:
+        """BM25 and terms held per field, for these candidates (distinct positions, any order),
+        picked by key from `gather(terms)` (given, or made here)."""
+        n = len(candidates)
+        found, summed = self.gather(terms) if gathered is None else gathered
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         # The candidates' facts, gathered once for every feature that reads them.
         sizes, ids = self.tool_sizes[picked[:4]], self.tool_ids[picked[:2]]
-        if not found or not n:
+        if summed is None or not n:
             zeros = np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), np.zeros(n)
             return FieldSums(*zeros, idf_total, sizes, ids)
+        cells = summed[picked]  # (fields x candidates)
+        return FieldSums(cells[:_WHOLE], cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
+
+    def _bincount(self, found: list[int]) -> np.ndarray:
         starts, table = self._starts, self._postings_table
         if len(found) == 1:
             postings = table[:, starts[found[0]] : starts[found[0] + 1]]
@@ -277,11 +308,7 @@ class FieldIndex:
                 spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
-        keys = postings[0].astype(np.intp)
-        summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
-        return FieldSums(
-            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, sizes, ids
-        )
+        return np.bincount(postings[0].astype(np.intp), postings[1], len(_TABLE) * self.size)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None

@@ -34,7 +34,7 @@ import numpy as np
 
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.embedding import EmbeddingIndex
-from toolsearch.search.fields import FieldIndex
+from toolsearch.search.fields import FieldIndex, Gathered
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query
@@ -167,8 +167,10 @@ def features(
     lexical_top: tuple[np.ndarray, np.ndarray],
     cosines: np.ndarray | None,
     semantic_top: tuple[np.ndarray, np.ndarray],
+    gathered: Gathered | None = None,
 ) -> np.ndarray:
-    """(candidates x FEATURES) for one query's terms; `candidates` ascending.
+    """(candidates x FEATURES) for one query's terms; `candidates` ascending; `gathered`: the
+    fields' `gather(terms)`, when the caller has it.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
@@ -180,7 +182,7 @@ def features(
     rows = matrix.T
     distinct = list(dict.fromkeys(terms))
     count = max(len(distinct), 1)
-    sums = fields.sums(terms, candidates)
+    sums = fields.sums(terms, candidates, gathered)
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
     # when that is not above 0), in one division.
     bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
@@ -317,7 +319,12 @@ class RankedIndex:
 
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
         terms = tokenize_query(query)
-        scores, matched = self.lexical.scores(terms)
+        gathered = None
+        if self.fields.whole is self.lexical:  # its scores from the gather the features' sums come from
+            gathered = self.fields.gather(terms)
+            scores, matched = self.fields.scores(gathered)
+        else:
+            scores, matched = self.lexical.scores(terms)
         lexical_top = LexicalIndex.top_arrays(scores, matched, depth)
         cosines, semantic_top = None, _NO_TOP
         if self.semantic is not None and self.embedder is not None:
@@ -332,7 +339,7 @@ class RankedIndex:
         else:  # BM25's alone: distinct positions, sorted in a copy of their own
             positions = lexical_top[0].astype(np.int64)
             positions.sort()
-        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
+        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top, gathered)
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.
         held = (positions, matrix[:, TERMS_HELD]) if self.fields.whole is self.lexical else (None, None)
