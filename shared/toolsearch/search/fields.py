@@ -23,7 +23,15 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 
-__all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
+__all__ = [
+    "HELD_CELLS",
+    "NAME_IDF_CELL",
+    "SERVER_IDF_CELL",
+    "FieldIndex",
+    "FieldSums",
+    "Gathered",
+    "server_and_action",
+]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -70,16 +78,18 @@ def verb_class(terms: Sequence[str]) -> int:
 
 
 # The fields of the postings table, in its order: four summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`; the whole tool's last: its scores pick the candidates,
-# from the same gather as their sums, `FieldIndex.gather`), then, each distinct term once, eight counted (each
-# posting 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF
-# times how few of the tool's server's other tools hold them (`server_specific`).
-_BM25_FIELDS = ("name", "description", "parameters", "whole")
-_WHOLE = len(_BM25_FIELDS) - 1  # the whole tool's BM25: its field in the table
+# included, as `LexicalIndex.term_scores`; the whole tool's first: its scores pick the candidates,
+# from the same gather as their sums, `FieldIndex.gather`), then, each distinct term once, eight
+# counted (each posting 1), the name's terms weighed by their IDF, and the whole tool's terms
+# weighed by their IDF times how few of the tool's server's other tools hold them (`server_specific`).
+_BM25_FIELDS = ("whole", "name", "description", "parameters")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
 _WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
 _HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
+# `FieldSums.cells`' rows: each counted field's terms held, the weighed name's and server-specific IDF.
+HELD_CELLS = {field: len(_BM25_FIELDS) + i for i, field in enumerate(_COUNTED)}
+NAME_IDF_CELL, SERVER_IDF_CELL = len(_TABLE) - 2, len(_TABLE) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +114,8 @@ class Gathered(NamedTuple):
 class FieldSums:
     """One query's sums for its candidates, in the candidates' order."""
 
-    bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
+    cells: np.ndarray  # (table fields x candidates): every field's sum, in the table's order (below)
+    bm25: np.ndarray  # (4 x candidates): BM25 of the whole tool, the name, the description, the parameters
     held: np.ndarray  # (8 x candidates): distinct query terms held by the whole tool, name, action,
     #                   server prefix, parameter names, first name term, action's first term, and
     #                   the action's synonyms only (`synonyms`)
@@ -277,7 +288,7 @@ class FieldIndex:
         if summed is None:
             return np.zeros(size), np.zeros(size, dtype=bool)
         held = len(_BM25_FIELDS) * size  # the whole tool's terms held: its first counted field
-        return summed[_WHOLE * size : held], summed[held : held + size] > 0
+        return summed[:size], summed[held : held + size] > 0
 
     def sums(
         self, terms: Sequence[str], candidates: np.ndarray, gathered: Gathered | None = None
@@ -291,11 +302,9 @@ class FieldIndex:
         picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
         # The candidates' facts, gathered once for every feature that reads them.
         sizes, ids = self.tool_sizes[picked[:4]], self.tool_ids[picked[:2]]
-        if summed is None or not n:
-            zeros = np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), np.zeros(n)
-            return FieldSums(*zeros, idf_total, sizes, ids)
-        cells = summed[picked]  # (fields x candidates)
-        return FieldSums(cells[:_WHOLE], cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
+        cells = np.zeros((len(_TABLE), n)) if summed is None or not n else summed[picked]
+        bm25 = cells[: len(_BM25_FIELDS)]
+        return FieldSums(cells, bm25, cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
 
     def _bincount(self, found: list[int]) -> np.ndarray:
         starts, table = self._starts, self._postings_table
@@ -326,23 +335,26 @@ class FieldIndex:
         sums: FieldSums,
         verb_asked: np.ndarray | None = None,
         distinct: list[str] | None = None,
+        shares: bool = True,
     ) -> None:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
-        `distinct`: the query's distinct terms, when the caller has them already."""
+        `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
+        rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
+        with its other shares, in one division)."""
         distinct = list(dict.fromkeys(terms)) if distinct is None else distinct
-        count = max(len(distinct), 1)
-        classes, actions = sums.ids
+        ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
         held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
-        rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
-        if verb_asked is not None:
-            verb_asked[:] = held[5]
+        if shares:
+            rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
+            if verb_asked is not None:
+                verb_asked[:] = held[5]
+            np.divide(held[4], max(len(distinct), 1), out=rows[3])
+            np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
         query_class = verb_class(distinct)
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
-            rows[1] = _AGREES[query_class][classes]
-        action_sizes, server_sizes = sums.sizes[2:]
-        np.divide(held[3], server_sizes, out=rows[2])
-        np.divide(held[4], count, out=rows[3])
-        np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
+            rows[1] = _AGREES[query_class][ids[0]]
+        action_sizes, actions = sizes[2], ids[1]
+        np.divide(held[3], sizes[3], out=rows[2])
         # A phrase needs every action term held: only those few candidates are compared as text.
         text = " " + " ".join(terms) + " "
         phrases = self.action_phrases
@@ -365,7 +377,8 @@ class FieldIndex:
         np.maximum.at(best, server, bm25)
         np.log(np.bincount(server, minlength=count)[server], out=rows[0])
         rows[1] = best[server]
-        np.divide(np.bincount(server, bm25, count)[server], max(float(bm25.sum()), 1e-9), out=rows[2])
+        total = max(float(np.add.reduce(bm25)), 1e-9)  # bm25.sum(), without its Python wrapper
+        np.divide(np.bincount(server, bm25, count)[server], total, out=rows[2])
         if cosine is not None:
             best_cosine = np.full(count, -np.inf)
             np.maximum.at(best_cosine, server, cosine)

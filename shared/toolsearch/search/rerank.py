@@ -34,7 +34,7 @@ import numpy as np
 
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.embedding import EmbeddingIndex
-from toolsearch.search.fields import FieldIndex, Gathered
+from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldIndex, Gathered
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query
@@ -147,6 +147,19 @@ def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -
         )
 
 
+# Features that are a sum of the field table divided by one number of the query (`features`): their
+# rows in the matrix, and their sums' rows among `FieldSums.cells` (whole tool's, name's, parameter
+# names' and synonyms' terms held / distinct terms; name's and server-specific IDF / IDF; the two
+# verbs asked / 1).
+_SHARE_ROWS = [
+    FEATURES.index(f) for f in ("query_terms_held", "query_terms_in_name", "parameter_names_asked")
+]
+_SHARE_ROWS += [FEATURES.index(f) for f in ("synonyms_asked", "name_idf_share", "server_specific_idf")]
+_SHARE_ROWS += [FEATURES.index(f) for f in ("verb_asked", "action_verb_asked")]
+_SHARE_CELLS = [HELD_CELLS[f] for f in ("whole", "name", "parameter_names", "synonyms")]
+_SHARE_CELLS += [NAME_IDF_CELL, SERVER_IDF_CELL, HELD_CELLS["verb"], HELD_CELLS["action_verb"]]
+
+
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
@@ -184,14 +197,21 @@ def features(
     count = max(len(distinct), 1)
     sums = fields.sums(terms, candidates, gathered)
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
-    # when that is not above 0), in one division.
-    bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
+    # when that is not above 0), in one division. The whole tool's is the table's own when it came
+    # from the same gather, else `whole_scores`' (the fields' whole tool need not be that index).
+    bm25s = sums.bm25
+    if gathered is None:
+        bm25s[0] = whole_scores[candidates]
     best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
     np.divide(bm25s, best, out=rows[:4], where=best > 0)
     bm25 = rows[0]
-    name_sizes, description_length = sums.sizes[:2]
-    np.divide(sums.held[:2], count, out=rows[4:6])
-    np.divide(sums.held[1], name_sizes, out=rows[6])
+    # The sums divided by a number of the query's (its distinct terms, its terms' IDF; 1: as they
+    # are) in one gather, one division and one write, instead of one call each.
+    idf = sums.idf_total or 1.0
+    rows[_SHARE_ROWS] = np.divide(
+        sums.cells[_SHARE_CELLS], np.array([count] * 4 + [idf, idf, 1.0, 1.0])[:, None]
+    )
+    np.divide(sums.held[1], sums.sizes[0], out=rows[6])
     _rank_feature(rows[8], lexical_top[0], candidates)
     cosine = None
     if cosines is not None and len(semantic_positions):
@@ -201,17 +221,15 @@ def features(
         scaled = np.maximum(np.divide(cosine - floor, (top - floor) or 1.0, out=rows[11]), 0.0, out=rows[11])
         np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
         _rank_feature(rows[12], semantic_positions, candidates)
-    rows[13] = description_length
+    rows[13] = sums.sizes[1]  # description_length
     confidence = float(np.maximum.reduce(rows[4]))
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
-    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7], distinct=distinct)
+    fields.fill_extra(rows[16:23], terms, candidates, sums, distinct=distinct, shares=False)
     fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
-    np.divide(sums.server_idf, sums.idf_total or 1.0, out=rows[28])
-    np.divide(sums.held[7], count, out=rows[29])
     return matrix
 
 
