@@ -250,7 +250,9 @@ class FieldIndex:
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
-        self._postings_table = np.stack([keys.astype(np.float64), values])
+        # One int64 table, the values' float64 bits as the second row: a query's slices are gathered
+        # in one concatenation and their keys are ready for bincount (no cast), their values a view.
+        self._postings_table = np.stack([keys.astype(np.intp), values.view(np.intp)])
         # Each field's key of a position, to pick the candidates' sums (and facts) with.
         self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
@@ -317,7 +319,7 @@ class FieldIndex:
                 spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
                 seen.add(t)
             postings = np.concatenate(spans, axis=1)
-        return np.bincount(postings[0].astype(np.intp), postings[1], len(_TABLE) * self.size)
+        return np.bincount(postings[0], postings[1].view(np.float64), len(_TABLE) * self.size)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None

@@ -151,13 +151,18 @@ def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -
 # rows in the matrix, and their sums' rows among `FieldSums.cells` (whole tool's, name's, parameter
 # names' and synonyms' terms held / distinct terms; name's and server-specific IDF / IDF; the two
 # verbs asked / 1).
-_SHARE_ROWS = [
-    FEATURES.index(f) for f in ("query_terms_held", "query_terms_in_name", "parameter_names_asked")
-]
-_SHARE_ROWS += [FEATURES.index(f) for f in ("synonyms_asked", "name_idf_share", "server_specific_idf")]
-_SHARE_ROWS += [FEATURES.index(f) for f in ("verb_asked", "action_verb_asked")]
-_SHARE_CELLS = [HELD_CELLS[f] for f in ("whole", "name", "parameter_names", "synonyms")]
-_SHARE_CELLS += [NAME_IDF_CELL, SERVER_IDF_CELL, HELD_CELLS["verb"], HELD_CELLS["action_verb"]]
+_SHARES = (
+    ("query_terms_held", HELD_CELLS["whole"]),
+    ("query_terms_in_name", HELD_CELLS["name"]),
+    ("parameter_names_asked", HELD_CELLS["parameter_names"]),
+    ("synonyms_asked", HELD_CELLS["synonyms"]),  # the four above / distinct terms
+    ("name_idf_share", NAME_IDF_CELL),
+    ("server_specific_idf", SERVER_IDF_CELL),  # these two / IDF
+    ("verb_asked", HELD_CELLS["verb"]),
+    ("action_verb_asked", HELD_CELLS["action_verb"]),  # these two as they are
+)
+_SHARE_ROWS = np.array([FEATURES.index(feature) for feature, _ in _SHARES])  # arrays: not converted per query
+_SHARE_CELLS = np.array([cell for _, cell in _SHARES])
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -206,11 +211,11 @@ def features(
     np.divide(bm25s, best, out=rows[:4], where=best > 0)
     bm25 = rows[0]
     # The sums divided by a number of the query's (its distinct terms, its terms' IDF; 1: as they
-    # are) in one gather, one division and one write, instead of one call each.
-    idf = sums.idf_total or 1.0
-    rows[_SHARE_ROWS] = np.divide(
-        sums.cells[_SHARE_CELLS], np.array([count] * 4 + [idf, idf, 1.0, 1.0])[:, None]
-    )
+    # are) in one gather, two divisions and one write, instead of a call each.
+    shares = sums.cells.take(_SHARE_CELLS, axis=0)
+    shares[:4] /= count
+    shares[4:6] /= sums.idf_total or 1.0
+    rows[_SHARE_ROWS] = shares
     np.divide(sums.held[1], sums.sizes[0], out=rows[6])
     _rank_feature(rows[8], lexical_top[0], candidates)
     cosine = None
@@ -286,9 +291,10 @@ class QueryFacts:
             return None
         wanted = np.asarray(positions)
         slots = candidates.searchsorted(wanted)
-        if (candidates.take(slots, mode="clip") != wanted).any():  # one is no candidate
+        # The ufuncs' reductions: ndarray.any and .max are Python wrappers around them.
+        if np.logical_or.reduce(candidates.take(slots, mode="clip") != wanted):  # one is no candidate
             return None
-        return float(held[slots].max())
+        return float(np.maximum.reduce(held[slots]))
 
 
 RECALLED_QUERIES = 64  # the last queries' facts kept per index: a search_tools call asks a few
