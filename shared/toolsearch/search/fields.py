@@ -170,11 +170,11 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        # What the features gather of each candidate, fact after fact, each by key (fact x catalog
-        # size + position): `sums` takes them of every candidate in one gather each (`FieldSums`).
+        # What the features gather of each candidate, a row a fact: `sums` takes every candidate's
+        # column of them in one gather each (`FieldSums`).
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
-        self.tool_ids = np.concatenate([classes, self.action_ids]).astype(np.int64)
-        self.tool_sizes = np.concatenate(
+        self.tool_ids = np.stack([classes, self.action_ids]).astype(np.int64)
+        self.tool_sizes = np.stack(
             [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
         ).astype(np.float64)
         self.parameter_names = LexicalIndex(
@@ -253,8 +253,6 @@ class FieldIndex:
         # One int64 table, the values' float64 bits as the second row: a query's slices are gathered
         # in one concatenation and their keys are ready for bincount (no cast), their values a view.
         self._postings_table = np.stack([keys.astype(np.intp), values.view(np.intp)])
-        # Each field's key of a position, to pick the candidates' sums (and facts) with.
-        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -301,10 +299,13 @@ class FieldIndex:
         found, summed = self.gather(terms) if gathered is None else gathered
         distinct = list(dict.fromkeys(found))
         idf_total = sum([self._idf_values[t] for t in distinct])
-        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
-        # The candidates' facts, gathered once for every feature that reads them.
-        sizes, ids = self.tool_sizes[picked[:4]], self.tool_ids[picked[:2]]
-        cells = np.zeros((len(_TABLE), n)) if summed is None or not n else summed[picked]
+        # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
+        # `take`: no keys to compute per query), gathered once for every feature that reads them.
+        sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
+        if summed is None or not n:
+            cells = np.zeros((len(_TABLE), n))
+        else:  # (fields x candidates)
+            cells = summed.reshape(len(_TABLE), self.size).take(candidates, axis=1)
         bm25 = cells[: len(_BM25_FIELDS)]
         return FieldSums(cells, bm25, cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
 
