@@ -23,15 +23,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 
-__all__ = [
-    "HELD_CELLS",
-    "NAME_IDF_CELL",
-    "SERVER_IDF_CELL",
-    "FieldIndex",
-    "FieldSums",
-    "Gathered",
-    "server_and_action",
-]
+__all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -123,7 +115,8 @@ class FieldSums(NamedTuple):
     server_idf: np.ndarray  # the same of the whole tool's, each x its server-specificity (`server_specific`)
     idf_total: float  # the IDF of every distinct query term, summed
     sizes: np.ndarray  # (4 x candidates): the name's terms, description length, action's and server's terms
-    ids: np.ndarray  # (2 x candidates): the verb class + 1 (0: none), the action's id
+    ids: np.ndarray  # (4 x candidates): the verb class + 1 (0: none), the server's id, the action's,
+    #                  the server's after every action's (`FieldIndex.tool_ids`)
 
 
 class FieldIndex:
@@ -173,7 +166,10 @@ class FieldIndex:
         # What the features gather of each candidate, a row a fact: `sums` takes every candidate's
         # column of them in one gather each (`FieldSums`).
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
-        self.tool_ids = np.stack([classes, self.action_ids]).astype(np.int64)
+        # The verb class, the server, then the action's id and the server's after every action's:
+        # those two counted among the candidates in one bincount (`fill_servers` with `sums`).
+        groups = [self.action_ids, self.server_ids + (int(self.action_ids.max(initial=-1)) + 1)]
+        self.tool_ids = np.stack([classes, self.server_ids, *groups]).astype(np.int64)
         self.tool_sizes = np.stack(
             [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
         ).astype(np.float64)
@@ -343,7 +339,7 @@ class FieldIndex:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
         `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
         rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
-        with its other shares, in one division)."""
+        with its other shares, in one division), and row 6 too (`fill_servers` with `sums`)."""
         distinct = list(dict.fromkeys(terms)) if distinct is None else distinct
         ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
         held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
@@ -356,14 +352,14 @@ class FieldIndex:
         query_class = verb_class(distinct)
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][ids[0]]
-        action_sizes, actions = sizes[2], ids[1]
         np.divide(held[3], sizes[3], out=rows[2])
         # A phrase needs every action term held: only those few candidates are compared as text.
         text = " " + " ".join(terms) + " "
         phrases = self.action_phrases
-        for i in (held[2] >= action_sizes).nonzero()[0].tolist():
+        for i in (held[2] >= sizes[2]).nonzero()[0].tolist():  # the action's terms
             rows[5, i] = phrases[candidates[i]] in text
-        np.log(np.bincount(actions)[actions], out=rows[6])
+        if shares:
+            np.log(np.bincount(ids[2])[ids[2]], out=rows[6])
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
@@ -372,13 +368,28 @@ class FieldIndex:
         return list(rows)
 
     def fill_servers(
-        self, rows: np.ndarray, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray | None
+        self,
+        rows: np.ndarray,
+        candidates: np.ndarray,
+        bm25: np.ndarray,
+        cosine: np.ndarray | None,
+        sums: FieldSums | None = None,
     ) -> None:
-        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0."""
-        server, count = self.server_ids[candidates], self.server_count
+        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0.
+
+        With `sums` (the candidates'), `rows` starts a row earlier (5 x candidates): `extra`'s last,
+        near_duplicates (left by `fill_extra` with `shares` False), counted with the servers' own
+        in one bincount, and the candidates' servers read from `sums`."""
+        count = self.server_count
+        if sums is None:
+            server = self.server_ids[candidates]
+            np.log(np.bincount(server, minlength=count)[server], out=rows[0])
+        else:
+            server, groups = sums.ids[1], sums.ids[2:]  # groups: the actions', the servers'
+            np.log(np.bincount(groups.ravel())[groups], out=rows[:2])
+            rows = rows[1:]
         best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        np.log(np.bincount(server, minlength=count)[server], out=rows[0])
         rows[1] = best[server]
         total = max(float(np.add.reduce(bm25)), 1e-9)  # bm25.sum(), without its Python wrapper
         np.divide(np.bincount(server, bm25, count)[server], total, out=rows[2])

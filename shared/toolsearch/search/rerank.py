@@ -233,7 +233,7 @@ def features(
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
     fields.fill_extra(rows[16:23], terms, candidates, sums, distinct=distinct, shares=False)
-    fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
+    fields.fill_servers(rows[22:27], candidates, bm25, None if cosine is None else rows[9], sums)
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
     return matrix
