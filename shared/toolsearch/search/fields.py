@@ -66,7 +66,10 @@ def server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def verb_class(terms: Sequence[str]) -> int:
-    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
+    for t in terms:  # a loop, not next() over a generator: called once a query
+        if t in _VERB_CLASS:
+            return _VERB_CLASS[t]
+    return -1
 
 
 # The fields of the postings table, in its order: four summed as BM25 (every query term, repeats
@@ -95,16 +98,14 @@ class _Weighed:
 
 
 class Gathered(NamedTuple):
-    """One query's terms as the table's ids (found ones only), and every field's sums of every tool
-    by key (None: no term found)."""
+    """A query's found terms' ids in the table, and every field's sums of every tool (None: none found)."""
 
     found: list[int]
     summed: np.ndarray | None
 
 
 class FieldSums(NamedTuple):
-    """One query's sums for its candidates, in the candidates' order. (A named tuple: made once a
-    query, it is a fifth of a frozen dataclass's cost to make.)"""
+    """One query's sums for its candidates, in their order (a named tuple: cheaper than a dataclass)."""
 
     cells: np.ndarray  # (table fields x candidates): every field's sum, in the table's order (below)
     bm25: np.ndarray  # (4 x candidates): BM25 of the whole tool, the name, the description, the parameters
@@ -293,8 +294,7 @@ class FieldIndex:
         picked by key from `gather(terms)` (given, or made here)."""
         n = len(candidates)
         found, summed = self.gather(terms) if gathered is None else gathered
-        distinct = list(dict.fromkeys(found))
-        idf_total = sum([self._idf_values[t] for t in distinct])
+        idf_total = sum(map(self._idf_values.__getitem__, dict.fromkeys(found)))  # distinct, in order
         # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
         # `take`: no keys to compute per query), gathered once for every feature that reads them.
         sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
