@@ -340,16 +340,16 @@ class FieldIndex:
         `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
         rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
         with its other shares, in one division), and row 6 too (`fill_servers` with `sums`)."""
-        distinct = list(dict.fromkeys(terms)) if distinct is None else distinct
         ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
         held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
         if shares:
             rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
             if verb_asked is not None:
                 verb_asked[:] = held[5]
-            np.divide(held[4], max(len(distinct), 1), out=rows[3])
+            count = len(dict.fromkeys(terms) if distinct is None else distinct)
+            np.divide(held[4], max(count, 1), out=rows[3])
             np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
-        query_class = verb_class(distinct)
+        query_class = verb_class(terms)  # the first term of a class: the same among the distinct
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
             rows[1] = _AGREES[query_class][ids[0]]
         np.divide(held[3], sizes[3], out=rows[2])

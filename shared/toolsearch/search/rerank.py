@@ -199,8 +199,7 @@ def features(
     if not n:
         return matrix
     rows = matrix.T
-    distinct = list(dict.fromkeys(terms))
-    count = max(len(distinct), 1)
+    count = max(len(set(terms)), 1)  # distinct terms
     sums = fields.sums(terms, candidates, gathered)
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
     # when that is not above 0), in one division. The whole tool's is the table's own when it came
@@ -235,7 +234,7 @@ def features(
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
-    fields.fill_extra(rows[16:23], terms, candidates, sums, distinct=distinct, shares=False)
+    fields.fill_extra(rows[16:23], terms, candidates, sums, shares=False)
     fields.fill_servers(rows[22:27], candidates, bm25, None if cosine is None else rows[9], sums)
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
