@@ -98,9 +98,9 @@ class _Weighed:
 
 
 class Gathered(NamedTuple):
-    """A query's found terms' ids in the table, and every field's sums of every tool (None: none found)."""
+    """A query's IDF (its distinct terms'), and every field's sums of every tool (None: no term found)."""
 
-    found: list[int]
+    idf_total: float
     summed: np.ndarray | None
 
 
@@ -274,9 +274,21 @@ class FieldIndex:
         other fields' of each distinct term (once), keys apart. (Adding into the candidates' slots
         alone, each posting's position mapped to its slot, was no faster at 2,000 or 6,000 tools:
         the mapping costs what the smaller table saves.)"""
-        get = self._term_ids.get
-        found = [t for term in terms if (t := get(term, -1)) >= 0]
-        return Gathered(found, self._bincount(found) if found else None)
+        get, starts = self._term_ids.get, self._starts
+        bm25_ends, table = self._bm25_ends, self._postings_table
+        spans: list[np.ndarray] = []
+        distinct: dict[int, None] = {}  # the terms found, each once, in order
+        for term in terms:  # one pass: a term looked up, then its slice (a repeat's BM25 fields only)
+            if (t := get(term, -1)) >= 0:
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in distinct else starts[t + 1])])
+                distinct[t] = None
+        idf_total = sum([self._idf_values[t] for t in distinct])
+        if not spans:
+            return Gathered(idf_total, None)
+        postings = spans[0] if len(spans) == 1 else np.concatenate(spans, axis=1)
+        return Gathered(
+            idf_total, np.bincount(postings[0], postings[1].view(np.float64), len(_TABLE) * self.size)
+        )
 
     def scores(self, gathered: Gathered) -> tuple[np.ndarray, np.ndarray]:
         """The whole tool's BM25 of every tool and which tools hold any term: `whole.scores`'
@@ -293,8 +305,7 @@ class FieldIndex:
         """BM25 and terms held per field, for these candidates (distinct positions, any order),
         picked by key from `gather(terms)` (given, or made here)."""
         n = len(candidates)
-        found, summed = self.gather(terms) if gathered is None else gathered
-        idf_total = sum(map(self._idf_values.__getitem__, dict.fromkeys(found)))  # distinct, in order
+        idf_total, summed = self.gather(terms) if gathered is None else gathered
         # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
         # `take`: no keys to compute per query), gathered once for every feature that reads them.
         sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
@@ -304,19 +315,6 @@ class FieldIndex:
             cells = summed.reshape(len(_TABLE), self.size).take(candidates, axis=1)
         bm25 = cells[: len(_BM25_FIELDS)]
         return FieldSums(cells, bm25, cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
-
-    def _bincount(self, found: list[int]) -> np.ndarray:
-        starts, table = self._starts, self._postings_table
-        if len(found) == 1:
-            postings = table[:, starts[found[0]] : starts[found[0] + 1]]
-        else:
-            bm25_ends, seen = self._bm25_ends, set()
-            spans = []
-            for t in found:
-                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
-                seen.add(t)
-            postings = np.concatenate(spans, axis=1)
-        return np.bincount(postings[0], postings[1].view(np.float64), len(_TABLE) * self.size)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
