@@ -282,3 +282,12 @@ def test_fast_path_equals_rank_bm25_on_tokenized_tools():
     for query in ["create calendar events", "sąskaita faktūra", "天气预报", "issue issue github"]:
         terms = tokenize_query(query)
         assert np.allclose(index.scores(terms)[0], reference.get_scores(terms))
+
+
+def test_plain_non_ascii_text_splits_into_the_same_words_as_the_full_pattern():
+    from toolsearch.search import text
+
+    samples = ["Rūta šiandien 3x_y", "naïve café — ąčę", "Kalendorius: įvykis", "日本語 text", "ok"]
+    for sample in samples:
+        if text._SPECIAL.search(sample) is None:  # the shortcut's case: the same words, in order
+            assert text._PLAIN_WORD.findall(sample) == [w for _, w in text._TOKEN.findall(sample)]

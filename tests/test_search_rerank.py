@@ -205,7 +205,10 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
         terms = tokenize_query(query)
         distinct = list(dict.fromkeys(terms))
         sums = fields.sums(terms, candidates)
-        for row, index in enumerate((fields.name, fields.description, fields.parameters)):
+        scores, matched = fields.scores(fields.gather(terms))  # the candidates' BM25, from the same gather
+        whole_scores, whole_matched = fields.whole.scores(terms)
+        assert np.array_equal(scores, whole_scores) and np.array_equal(matched, whole_matched)
+        for row, index in enumerate((fields.whole, fields.name, fields.description, fields.parameters)):
             assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
         counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
         counted += (fields.verb, fields.action_verb)  # one term each: 1 when the query asks it

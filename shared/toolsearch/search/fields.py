@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 
-__all__ = ["FieldIndex", "FieldSums", "server_and_action"]
+__all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -65,18 +66,25 @@ def server_and_action(names: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def verb_class(terms: Sequence[str]) -> int:
-    return next((_VERB_CLASS[t] for t in terms if t in _VERB_CLASS), -1)
+    for t in terms:  # a loop, not next() over a generator: called once a query
+        if t in _VERB_CLASS:
+            return _VERB_CLASS[t]
+    return -1
 
 
-# The fields of the postings table, in its order: three summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`), then, each distinct term once, eight counted (each
-# posting 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF
-# times how few of the tool's server's other tools hold them (`server_specific`).
-_BM25_FIELDS = ("name", "description", "parameters")
+# The fields of the postings table, in its order: four summed as BM25 (every query term, repeats
+# included, as `LexicalIndex.term_scores`; the whole tool's first: its scores pick the candidates,
+# from the same gather as their sums, `FieldIndex.gather`), then, each distinct term once, eight
+# counted (each posting 1), the name's terms weighed by their IDF, and the whole tool's terms
+# weighed by their IDF times how few of the tool's server's other tools hold them (`server_specific`).
+_BM25_FIELDS = ("whole", "name", "description", "parameters")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
 _WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
 _HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
+# `FieldSums.cells`' rows: each counted field's terms held, the weighed name's and server-specific IDF.
+HELD_CELLS = {field: len(_BM25_FIELDS) + i for i, field in enumerate(_COUNTED)}
+NAME_IDF_CELL, SERVER_IDF_CELL = len(_TABLE) - 2, len(_TABLE) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +97,18 @@ class _Weighed:
     _contributions: np.ndarray
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSums:
-    """One query's sums for its candidates, in the candidates' order."""
+class Gathered(NamedTuple):
+    """A query's IDF (its distinct terms'), and every field's sums of every tool (None: no term found)."""
 
-    bm25: np.ndarray  # (3 x candidates): BM25 of the name, the description, the parameters
+    idf_total: float
+    summed: np.ndarray | None
+
+
+class FieldSums(NamedTuple):
+    """One query's sums for its candidates, in their order (a named tuple: cheaper than a dataclass)."""
+
+    cells: np.ndarray  # (table fields x candidates): every field's sum, in the table's order (below)
+    bm25: np.ndarray  # (4 x candidates): BM25 of the whole tool, the name, the description, the parameters
     held: np.ndarray  # (8 x candidates): distinct query terms held by the whole tool, name, action,
     #                   server prefix, parameter names, first name term, action's first term, and
     #                   the action's synonyms only (`synonyms`)
@@ -101,7 +116,8 @@ class FieldSums:
     server_idf: np.ndarray  # the same of the whole tool's, each x its server-specificity (`server_specific`)
     idf_total: float  # the IDF of every distinct query term, summed
     sizes: np.ndarray  # (4 x candidates): the name's terms, description length, action's and server's terms
-    ids: np.ndarray  # (2 x candidates): the verb class + 1 (0: none), the action's id
+    ids: np.ndarray  # (4 x candidates): the verb class + 1 (0: none), the server's id, the action's,
+    #                  the server's after every action's (`FieldIndex.tool_ids`)
 
 
 class FieldIndex:
@@ -148,11 +164,14 @@ class FieldIndex:
         self.server_count = len(server_ids)
         self.server = LexicalIndex(servers)
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
-        # What the features gather of each candidate, fact after fact, each by key (fact x catalog
-        # size + position): `sums` takes them of every candidate in one gather each (`FieldSums`).
+        # What the features gather of each candidate, a row a fact: `sums` takes every candidate's
+        # column of them in one gather each (`FieldSums`).
         classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
-        self.tool_ids = np.concatenate([classes, self.action_ids]).astype(np.int64)
-        self.tool_sizes = np.concatenate(
+        # The verb class, the server, then the action's id and the server's after every action's:
+        # those two counted among the candidates in one bincount (`fill_servers` with `sums`).
+        groups = [self.action_ids, self.server_ids + (int(self.action_ids.max(initial=-1)) + 1)]
+        self.tool_ids = np.stack([classes, self.server_ids, *groups]).astype(np.int64)
+        self.tool_sizes = np.stack(
             [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
         ).astype(np.float64)
         self.parameter_names = LexicalIndex(
@@ -228,9 +247,9 @@ class FieldIndex:
         bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
         # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
         self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
-        self._postings_table = np.stack([keys.astype(np.float64), values])
-        # Each field's key of a position, to pick the candidates' sums (and facts) with.
-        self._field_keys = np.arange(len(_TABLE), dtype=np.int64)[:, None] * self.size
+        # One int64 table, the values' float64 bits as the second row: a query's slices are gathered
+        # in one concatenation and their keys are ready for bincount (no cast), their values a view.
+        self._postings_table = np.stack([keys.astype(np.intp), values.view(np.intp)])
 
     def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """These fields' postings by term (stable: by field, then position, within a term): the
@@ -248,40 +267,54 @@ class FieldIndex:
         starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
         return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
 
-    def sums(self, terms: Sequence[str], candidates: np.ndarray) -> FieldSums:
-        """BM25 and terms held per field, for these candidates (distinct positions, any order).
+    def gather(self, terms: Sequence[str]) -> Gathered:
+        """Every field's sums of every tool for these query terms: one gather and one bincount.
 
-        One gather and one bincount: the BM25 fields' postings of every term (repeats too, in the
-        query's order) beside the other fields' of each distinct term (once), keys apart; the
-        candidates' sums picked by key. (Adding into the candidates' slots alone, each posting's
-        position mapped to its slot, was no faster at 2,000 or 6,000 tools: the mapping costs what
-        the smaller table saves.)"""
-        n = len(candidates)
-        get = self._term_ids.get
-        found = [t for term in terms if (t := get(term, -1)) >= 0]
-        distinct = list(dict.fromkeys(found))
+        The BM25 fields' postings of every term (repeats too, in the query's order) beside the
+        other fields' of each distinct term (once), keys apart. (Adding into the candidates' slots
+        alone, each posting's position mapped to its slot, was no faster at 2,000 or 6,000 tools:
+        the mapping costs what the smaller table saves.)"""
+        get, starts = self._term_ids.get, self._starts
+        bm25_ends, table = self._bm25_ends, self._postings_table
+        spans: list[np.ndarray] = []
+        distinct: dict[int, None] = {}  # the terms found, each once, in order
+        for term in terms:  # one pass: a term looked up, then its slice (a repeat's BM25 fields only)
+            if (t := get(term, -1)) >= 0:
+                spans.append(table[:, starts[t] : (bm25_ends[t] if t in distinct else starts[t + 1])])
+                distinct[t] = None
         idf_total = sum([self._idf_values[t] for t in distinct])
-        picked = candidates + self._field_keys  # (fields x candidates): each field's key of each
-        # The candidates' facts, gathered once for every feature that reads them.
-        sizes, ids = self.tool_sizes[picked[:4]], self.tool_ids[picked[:2]]
-        if not found or not n:
-            zeros = np.zeros((3, n)), np.zeros((len(_COUNTED), n)), np.zeros(n), np.zeros(n)
-            return FieldSums(*zeros, idf_total, sizes, ids)
-        starts, table = self._starts, self._postings_table
-        if len(found) == 1:
-            postings = table[:, starts[found[0]] : starts[found[0] + 1]]
-        else:
-            bm25_ends, seen = self._bm25_ends, set()
-            spans = []
-            for t in found:
-                spans.append(table[:, starts[t] : (bm25_ends[t] if t in seen else starts[t + 1])])
-                seen.add(t)
-            postings = np.concatenate(spans, axis=1)
-        keys = postings[0].astype(np.intp)
-        summed = np.bincount(keys, postings[1], len(_TABLE) * self.size)[picked]  # (fields x candidates)
-        return FieldSums(
-            summed[: len(_BM25_FIELDS)], summed[_HELD], summed[-2], summed[-1], idf_total, sizes, ids
+        if not spans:
+            return Gathered(idf_total, None)
+        postings = spans[0] if len(spans) == 1 else np.concatenate(spans, axis=1)
+        return Gathered(
+            idf_total, np.bincount(postings[0], postings[1].view(np.float64), len(_TABLE) * self.size)
         )
+
+    def scores(self, gathered: Gathered) -> tuple[np.ndarray, np.ndarray]:
+        """The whole tool's BM25 of every tool and which tools hold any term: `whole.scores`'
+        values (its postings added in the same order), read off the gather the sums come from."""
+        summed, size = gathered.summed, self.size
+        if summed is None:
+            return np.zeros(size), np.zeros(size, dtype=bool)
+        held = len(_BM25_FIELDS) * size  # the whole tool's terms held: its first counted field
+        return summed[:size], summed[held : held + size] > 0
+
+    def sums(
+        self, terms: Sequence[str], candidates: np.ndarray, gathered: Gathered | None = None
+    ) -> FieldSums:
+        """BM25 and terms held per field, for these candidates (distinct positions, any order),
+        picked by key from `gather(terms)` (given, or made here)."""
+        n = len(candidates)
+        idf_total, summed = self.gather(terms) if gathered is None else gathered
+        # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
+        # `take`: no keys to compute per query), gathered once for every feature that reads them.
+        sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
+        if summed is None or not n:
+            cells = np.zeros((len(_TABLE), n))
+        else:  # (fields x candidates)
+            cells = summed.reshape(len(_TABLE), self.size).take(candidates, axis=1)
+        bm25 = cells[: len(_BM25_FIELDS)]
+        return FieldSums(cells, bm25, cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
@@ -299,29 +332,32 @@ class FieldIndex:
         sums: FieldSums,
         verb_asked: np.ndarray | None = None,
         distinct: list[str] | None = None,
+        shares: bool = True,
     ) -> None:
         """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
-        `distinct`: the query's distinct terms, when the caller has them already."""
-        distinct = list(dict.fromkeys(terms)) if distinct is None else distinct
-        count = max(len(distinct), 1)
-        classes, actions = sums.ids
+        `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
+        rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
+        with its other shares, in one division), and row 6 too (`fill_servers` with `sums`)."""
+        ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
         held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
-        rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
-        if verb_asked is not None:
-            verb_asked[:] = held[5]
-        query_class = verb_class(distinct)
+        if shares:
+            rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
+            if verb_asked is not None:
+                verb_asked[:] = held[5]
+            count = len(dict.fromkeys(terms) if distinct is None else distinct)
+            np.divide(held[4], max(count, 1), out=rows[3])
+            np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
+        query_class = verb_class(terms)  # the first term of a class: the same among the distinct
         if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
-            rows[1] = _AGREES[query_class][classes]
-        action_sizes, server_sizes = sums.sizes[2:]
-        np.divide(held[3], server_sizes, out=rows[2])
-        np.divide(held[4], count, out=rows[3])
-        np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
+            rows[1] = _AGREES[query_class][ids[0]]
+        np.divide(held[3], sizes[3], out=rows[2])
         # A phrase needs every action term held: only those few candidates are compared as text.
         text = " " + " ".join(terms) + " "
         phrases = self.action_phrases
-        for i in (held[2] >= action_sizes).nonzero()[0].tolist():
+        for i in (held[2] >= sizes[2]).nonzero()[0].tolist():  # the action's terms
             rows[5, i] = phrases[candidates[i]] in text
-        np.log(np.bincount(actions)[actions], out=rows[6])
+        if shares:
+            np.log(np.bincount(ids[2])[ids[2]], out=rows[6])
 
     def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
         """The features of each candidate's server among the candidates (`server_candidates` on)."""
@@ -330,15 +366,31 @@ class FieldIndex:
         return list(rows)
 
     def fill_servers(
-        self, rows: np.ndarray, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray | None
+        self,
+        rows: np.ndarray,
+        candidates: np.ndarray,
+        bm25: np.ndarray,
+        cosine: np.ndarray | None,
+        sums: FieldSums | None = None,
     ) -> None:
-        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0."""
-        server, count = self.server_ids[candidates], self.server_count
+        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0.
+
+        With `sums` (the candidates'), `rows` starts a row earlier (5 x candidates): `extra`'s last,
+        near_duplicates (left by `fill_extra` with `shares` False), counted with the servers' own
+        in one bincount, and the candidates' servers read from `sums`."""
+        count = self.server_count
+        if sums is None:
+            server = self.server_ids[candidates]
+            np.log(np.bincount(server, minlength=count)[server], out=rows[0])
+        else:
+            server, groups = sums.ids[1], sums.ids[2:]  # groups: the actions', the servers'
+            np.log(np.bincount(groups.ravel())[groups], out=rows[:2])
+            rows = rows[1:]
         best = np.zeros(count)
         np.maximum.at(best, server, bm25)
-        np.log(np.bincount(server, minlength=count)[server], out=rows[0])
         rows[1] = best[server]
-        np.divide(np.bincount(server, bm25, count)[server], max(float(bm25.sum()), 1e-9), out=rows[2])
+        total = max(float(np.add.reduce(bm25)), 1e-9)  # bm25.sum(), without its Python wrapper
+        np.divide(np.bincount(server, bm25, count)[server], total, out=rows[2])
         if cosine is not None:
             best_cosine = np.full(count, -np.inf)
             np.maximum.at(best_cosine, server, cosine)

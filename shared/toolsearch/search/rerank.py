@@ -29,12 +29,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import NamedTuple
 
 import numpy as np
 
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.embedding import EmbeddingIndex
-from toolsearch.search.fields import FieldIndex
+from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldIndex, Gathered
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query
@@ -147,6 +148,24 @@ def _rank_feature(row: np.ndarray, ranked: np.ndarray, candidates: np.ndarray) -
         )
 
 
+# Features that are a sum of the field table divided by one number of the query (`features`): their
+# rows in the matrix, and their sums' rows among `FieldSums.cells` (whole tool's, name's, parameter
+# names' and synonyms' terms held / distinct terms; name's and server-specific IDF / IDF; the two
+# verbs asked / 1).
+_SHARES = (
+    ("query_terms_held", HELD_CELLS["whole"]),
+    ("query_terms_in_name", HELD_CELLS["name"]),
+    ("parameter_names_asked", HELD_CELLS["parameter_names"]),
+    ("synonyms_asked", HELD_CELLS["synonyms"]),  # the four above / distinct terms
+    ("name_idf_share", NAME_IDF_CELL),
+    ("server_specific_idf", SERVER_IDF_CELL),  # these two / IDF
+    ("verb_asked", HELD_CELLS["verb"]),
+    ("action_verb_asked", HELD_CELLS["action_verb"]),  # these two as they are
+)
+_SHARE_ROWS = np.array([FEATURES.index(feature) for feature, _ in _SHARES])  # arrays: not converted per query
+_SHARE_CELLS = np.array([cell for _, cell in _SHARES])
+
+
 def _read_only(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
@@ -167,8 +186,10 @@ def features(
     lexical_top: tuple[np.ndarray, np.ndarray],
     cosines: np.ndarray | None,
     semantic_top: tuple[np.ndarray, np.ndarray],
+    gathered: Gathered | None = None,
 ) -> np.ndarray:
-    """(candidates x FEATURES) for one query's terms; `candidates` ascending.
+    """(candidates x FEATURES) for one query's terms; `candidates` ascending; `gathered`: the
+    fields' `gather(terms)`, when the caller has it.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
@@ -178,18 +199,27 @@ def features(
     if not n:
         return matrix
     rows = matrix.T
-    distinct = list(dict.fromkeys(terms))
-    count = max(len(distinct), 1)
-    sums = fields.sums(terms, candidates)
+    count = max(len(set(terms)), 1)  # distinct terms
+    sums = fields.sums(terms, candidates, gathered)
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
-    # when that is not above 0), in one division.
-    bm25s = np.concatenate((whole_scores[candidates][None], sums.bm25))
+    # when that is not above 0), in one division. The whole tool's is the table's own when it came
+    # from the same gather, else `whole_scores`' (the fields' whole tool need not be that index).
+    bm25s = sums.bm25
+    if gathered is None:
+        bm25s[0] = whole_scores[candidates]
     best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
-    np.divide(bm25s, best, out=rows[:4], where=best > 0)
+    if float(np.minimum.reduce(best, axis=None)) > 0:  # mostly: without `where`, at half the cost
+        np.divide(bm25s, best, out=rows[:4])
+    else:
+        np.divide(bm25s, best, out=rows[:4], where=best > 0)
     bm25 = rows[0]
-    name_sizes, description_length = sums.sizes[:2]
-    np.divide(sums.held[:2], count, out=rows[4:6])
-    np.divide(sums.held[1], name_sizes, out=rows[6])
+    # The sums divided by a number of the query's (its distinct terms, its terms' IDF; 1: as they
+    # are) in one gather, two divisions and one write, instead of a call each.
+    shares = sums.cells.take(_SHARE_CELLS, axis=0)
+    shares[:4] /= count
+    shares[4:6] /= sums.idf_total or 1.0
+    rows[_SHARE_ROWS] = shares
+    np.divide(sums.held[1], sums.sizes[0], out=rows[6])
     _rank_feature(rows[8], lexical_top[0], candidates)
     cosine = None
     if cosines is not None and len(semantic_positions):
@@ -199,17 +229,15 @@ def features(
         scaled = np.maximum(np.divide(cosine - floor, (top - floor) or 1.0, out=rows[11]), 0.0, out=rows[11])
         np.minimum(scaled, 1.0, out=rows[11])  # clipped to [0, 1]
         _rank_feature(rows[12], semantic_positions, candidates)
-    rows[13] = description_length
+    rows[13] = sums.sizes[1]  # description_length
     confidence = float(np.maximum.reduce(rows[4]))
     if cosine is not None:
         np.multiply(rows[11], 1.0 - confidence, out=rows[14])
     np.multiply(bm25, confidence, out=rows[15])
-    fields.fill_extra(rows[16:23], terms, candidates, sums, verb_asked=rows[7], distinct=distinct)
-    fields.fill_servers(rows[23:27], candidates, bm25, None if cosine is None else rows[9])
+    fields.fill_extra(rows[16:23], terms, candidates, sums, shares=False)
+    fields.fill_servers(rows[22:27], candidates, bm25, None if cosine is None else rows[9], sums)
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
-    np.divide(sums.server_idf, sums.idf_total or 1.0, out=rows[28])
-    np.divide(sums.held[7], count, out=rows[29])
     return matrix
 
 
@@ -231,8 +259,7 @@ WORDS_THRESHOLD = 0.0
 TERMS_HELD = FEATURES.index("query_terms_held")  # its column in the feature matrix
 
 
-@dataclass(frozen=True)
-class Candidates:
+class Candidates(NamedTuple):  # named tuples: made once a query, cheaper than frozen dataclasses
     positions: np.ndarray  # ascending
     matrix: np.ndarray  # (candidates x FEATURES)
     lexical_top: tuple[np.ndarray, np.ndarray]  # BM25's best: positions and scores, best first
@@ -247,8 +274,7 @@ class Candidates:
         return _hits(self.semantic_top)
 
 
-@dataclass(frozen=True, slots=True)
-class QueryFacts:
+class QueryFacts(NamedTuple):
     """What searching one query found out about it, for the weak-match check to reuse."""
 
     terms: tuple[str, ...]  # tokenize_query(query)
@@ -266,9 +292,10 @@ class QueryFacts:
             return None
         wanted = np.asarray(positions)
         slots = candidates.searchsorted(wanted)
-        if (candidates.take(slots, mode="clip") != wanted).any():  # one is no candidate
+        # The ufuncs' reductions: ndarray.any and .max are Python wrappers around them.
+        if np.logical_or.reduce(candidates.take(slots, mode="clip") != wanted):  # one is no candidate
             return None
-        return float(held[slots].max())
+        return float(np.maximum.reduce(held[slots]))
 
 
 RECALLED_QUERIES = 64  # the last queries' facts kept per index: a search_tools call asks a few
@@ -317,7 +344,12 @@ class RankedIndex:
 
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
         terms = tokenize_query(query)
-        scores, matched = self.lexical.scores(terms)
+        gathered = None
+        if self.fields.whole is self.lexical:  # its scores from the gather the features' sums come from
+            gathered = self.fields.gather(terms)
+            scores, matched = self.fields.scores(gathered)
+        else:
+            scores, matched = self.lexical.scores(terms)
         lexical_top = LexicalIndex.top_arrays(scores, matched, depth)
         cosines, semantic_top = None, _NO_TOP
         if self.semantic is not None and self.embedder is not None:
@@ -332,7 +364,7 @@ class RankedIndex:
         else:  # BM25's alone: distinct positions, sorted in a copy of their own
             positions = lexical_top[0].astype(np.int64)
             positions.sort()
-        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top)
+        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top, gathered)
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.
         held = (positions, matrix[:, TERMS_HELD]) if self.fields.whole is self.lexical else (None, None)

@@ -54,9 +54,9 @@ def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine
         return Strength(1.0, None)
     recall = getattr(index, "recall", None)
     facts = recall(query) if callable(recall) else None  # what searching it found: the same values
-    terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
-    held = facts.words_held(positions) if facts is not None and terms else None
-    if held is None:
+    held = facts.words_held(positions) if facts is not None and facts.terms else None
+    if held is None:  # the terms made distinct only here: the recalled share needs none
+        terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
         held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
     best = None
     semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
