@@ -60,9 +60,8 @@ def synset_pairs(data_lines: list[str], kept: set[str]) -> list[tuple[str, str]]
     return pairs
 
 
-def load_pairs(lock: Path, downloads: Path) -> list[tuple[str, str]]:
-    """(text, related text) pairs from the pinned wordnet-base package."""
-    (deb,) = fetch_debs(read_lock(lock), downloads)
+def wordnet_files(deb: Path) -> dict[str, list[str]]:
+    """The package's WordNet `data.*` and `index.*` files by name, as lines."""
     proc = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], check=True, capture_output=True)
     files: dict[str, list[str]] = {}
     with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
@@ -70,6 +69,13 @@ def load_pairs(lock: Path, downloads: Path) -> list[tuple[str, str]]:
             name = Path(member.name).name
             if member.isfile() and "/wordnet/" in member.name and name.split(".")[0] in ("data", "index"):
                 files[name] = tar.extractfile(member).read().decode("latin-1").splitlines()  # type: ignore[union-attr]
+    return files
+
+
+def load_pairs(lock: Path, downloads: Path) -> list[tuple[str, str]]:
+    """(text, related text) pairs from the pinned wordnet-base package."""
+    (deb,) = fetch_debs(read_lock(lock), downloads)
+    files = wordnet_files(deb)
     pairs: list[tuple[str, str]] = []
     for pos in POS:
         pairs += synset_pairs(files.get(f"data.{pos}", []), common_synsets(files.get(f"index.{pos}", [])))

@@ -13,29 +13,16 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
-import subprocess
-import tarfile
 from pathlib import Path
 
 from tools.devmodel.gettext_pairs import fetch_debs, read_lock
+from tools.devmodel.wordnet_pairs import wordnet_files
 from toolsearch.search.text import tokenize
 
 LOCK = Path(__file__).resolve().parents[1] / "devmodel" / "wordnet-packages.lock"
 SYNONYMS = Path(__file__).resolve().parents[2] / "shared" / "toolsearch" / "data" / "synonyms.tsv.gz"
 POS = ("noun", "verb", "adj", "adv")
 SENSES_KEPT = 2
-
-
-def wordnet_files(deb: Path) -> dict[str, list[str]]:
-    proc = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], check=True, capture_output=True)
-    files: dict[str, list[str]] = {}
-    with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        for member in tar.getmembers():
-            name = Path(member.name).name
-            if member.isfile() and "/wordnet/" in member.name and name.split(".")[0] in ("data", "index"):
-                files[name] = tar.extractfile(member).read().decode("latin-1").splitlines()  # type: ignore[union-attr]
-    return files
 
 
 def synonyms(files: dict[str, list[str]]) -> dict[str, set[str]]:
