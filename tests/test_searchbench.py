@@ -357,3 +357,29 @@ def test_the_measured_only_sources_are_scored_but_never_trained_on():
     assert loso.recall(judged["dev"], 1, "model", "seal-tools") == 1.0
     assert loso.recall(judged["dev"], 1, "model", "tau-bench") < 0.5  # scored, by the others' fit
     assert judged["out"].keys() == judged["dev"].keys()
+
+
+def test_loso_pools_the_trained_on_sources_apart_and_names_the_requests_that_moved(tmp_path):
+    from tools.searchbench import loso
+
+    # seal-tools trained on, found first; tau-bench measured only, missed: the judge's pool is 1.0.
+    before = {
+        "dev": {("seal-tools", 0, "raw"): 1, ("seal-tools", 1, "raw"): 3, ("tau-bench", 0, "raw"): 0},
+        "out": {("seal-tools", 0, "raw"): 1, ("seal-tools", 1, "raw"): 3, ("tau-bench", 0, "raw"): 0},
+    }
+    table = loso.render(before)
+    raw = {line[:18].strip(): line[18:].split()[2::3] for line in table.splitlines()[1:]}  # R@1, R@5
+    assert raw["trained-on"] == ["0.500", "1.000", "0.500", "1.000"]
+    assert raw["all dev"] == ["0.333", "0.667", "0.333", "0.667"]  # tau-bench's miss pooled in
+    path = tmp_path / "ranks.jsonl"
+    loso.write_ranks(before, path)
+    assert loso.read_ranks(path) == before
+    after = {name: dict(ranks) for name, ranks in before.items()}
+    after["out"][("seal-tools", 1, "raw")] = 1  # up into the top 1
+    after["out"][("seal-tools", 0, "raw")] = 6  # down out of the top 5
+    up, down = ("seal-tools", 1, "raw"), ("seal-tools", 0, "raw")
+    assert loso.moved(before["out"], after["out"], 1) == ([up], [down])
+    assert loso.moved(before["out"], after["out"], 5) == ([], [("seal-tools", 0, "raw")])
+    moves = loso.render_moves(before, after)
+    assert "seal-tools         raw    +1 / -1   +0 / -1" in moves
+    assert "tau-bench          raw    +0 / -0   +0 / -0" in moves

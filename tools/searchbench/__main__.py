@@ -8,6 +8,7 @@ python -m tools.searchbench merge-queries --queries FILE.jsonl  # a model's firs
 python -m tools.searchbench train-ranker --source-model msc-bench=DIR ...  # cross-fitted cosines
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 python -m tools.searchbench loso            # the ranker trained on all dev, and leave-one-source-out
+python -m tools.searchbench loso --ranks A.jsonl; ... loso --against A.jsonl  # which requests moved
 """
 
 from __future__ import annotations
@@ -116,7 +117,12 @@ def _loso(args: argparse.Namespace) -> int:
         "dev: trained on every dev source but those measured only"
         f" ({', '.join(sorted(ranker.MEASURED_ONLY))}); out: each source by the ranker trained on the others"
     )
-    print(loso.render(loso.judge(loso.collect(sources, embedder))))
+    judged = loso.judge(loso.collect(sources, embedder))
+    print(loso.render(judged))
+    if args.against:
+        print(loso.render_moves(loso.read_ranks(Path(args.against)), judged))
+    if args.ranks:
+        loso.write_ranks(judged, Path(args.ranks))
     return 0
 
 
@@ -160,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--queries", metavar="PATH", help="merge-queries: a model's first queries, JSON lines"
     )
+    parser.add_argument("--ranks", metavar="PATH", help="loso: write each request's best ranks")
+    parser.add_argument("--against", metavar="PATH", help="loso: the requests moved since that --ranks file")
     args = parser.parse_args(argv)
     commands = {
         "run": _run,

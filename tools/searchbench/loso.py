@@ -6,13 +6,21 @@ and fitted on every four and scored on the fifth, the five left-out scores poole
 against a choice that fits only dev's own catalogs. R@1 and R@5 from the candidates' scores, as
 `measure` counts them (a request's best rank over its queries; ties by catalog position).
 
-    python -m tools.searchbench loso            # both, models' queries and raw text, per source
+    python -m tools.searchbench loso                        # both, models' queries and raw text, per source
+    python -m tools.searchbench loso --ranks before.jsonl   # also every request's best ranks
+    python -m tools.searchbench loso --against before.jsonl # which requests moved since then
+
+The judge is the row "trained-on, left out": the sources the ranker is trained on, each scored by
+the ranker fitted on the others, pooled ("all dev" adds the sources measured only). A pooled gain
+of a few requests is within what one choice moves back and forth; `--against` names them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -48,8 +56,19 @@ def ranks(queries: Sequence[Query], linear: Linear) -> dict[Key, int]:
     return best
 
 
-def recall(best: dict[Key, int], k: int, phrasing: str, source: str | None = None) -> float:
-    found = [r for (s, _, p), r in best.items() if p == phrasing and source in (None, s)]
+def recall(
+    best: dict[Key, int],
+    k: int,
+    phrasing: str,
+    source: str | None = None,
+    among: Collection[str] | None = None,
+) -> float:
+    """Share of requests found within the top k: of one source, of the sources `among`, or of all."""
+    found = [
+        r
+        for (s, _, p), r in best.items()
+        if p == phrasing and source in (None, s) and (among is None or s in among)
+    ]
     return sum(0 < r <= k for r in found) / max(len(found), 1)
 
 
@@ -71,14 +90,65 @@ def judge(queries: Sequence[Query]) -> dict[str, dict[Key, int]]:
 
 
 def render(judged: dict[str, dict[Key, int]]) -> str:
-    """Pooled, then per source: R@1 and R@5, models' queries / raw text."""
+    """Pooled (the trained-on sources, then all), then per source: R@1 and R@5, models' / raw."""
     lines = [f"{'source':<18} " + "  ".join(f"{key:>4} R@{k} model / raw" for key in judged for k in (1, 5))]
     sources = sorted({s for s, _, _ in judged["dev"]})
-    for source in (None, *sources):
+    trained = [s for s in sources if s not in MEASURED_ONLY]
+    rows: list[tuple[str, str | None, Collection[str] | None]] = [
+        ("trained-on", None, trained),
+        ("all dev", None, None),
+        *((s, s, None) for s in sources),
+    ]
+    for label, source, among in rows:
         cells = [
-            " / ".join(f"{recall(judged[key], k, p, source):.3f}" for p in ("model", "raw"))
+            " / ".join(f"{recall(judged[key], k, p, source, among):.3f}" for p in ("model", "raw"))
             for key in judged
             for k in (1, 5)
         ]
-        lines.append(f"{source or 'all dev':<18} " + "  ".join(f"{c:>22}" for c in cells))
+        lines.append(f"{label:<18} " + "  ".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines)
+
+
+def write_ranks(judged: dict[str, dict[Key, int]], path: Path) -> None:
+    """Every request's best rank, in sample and left out (0: no needed tool among the candidates)."""
+    with path.open("w", encoding="utf-8") as out:
+        for key in sorted(judged["dev"]):
+            source, number, phrasing = key
+            row = {"source": source, "request": number, "phrasing": phrasing}
+            out.write(json.dumps(row | {name: judged[name][key] for name in judged}) + "\n")
+
+
+def read_ranks(path: Path) -> dict[str, dict[Key, int]]:
+    judged: dict[str, dict[Key, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        key = (row["source"], row["request"], row["phrasing"])
+        for name, rank in row.items():
+            if name not in ("source", "request", "phrasing"):
+                judged.setdefault(name, {})[key] = rank
+    return judged
+
+
+def moved(before: dict[Key, int], after: dict[Key, int], k: int) -> tuple[list[Key], list[Key]]:
+    """Requests found within the top k after and not before (up), and the reverse (down)."""
+    keys = sorted(before.keys() & after.keys())
+    up = [key for key in keys if 0 < after[key] <= k and not 0 < before[key] <= k]
+    down = [key for key in keys if 0 < before[key] <= k and not 0 < after[key] <= k]
+    return up, down
+
+
+def render_moves(before: dict[str, dict[Key, int]], after: dict[str, dict[Key, int]]) -> str:
+    """Per source and phrasing, how many requests moved in or out of the top 1 and top 5, left out."""
+    lines = ["left out: requests up / down since the earlier run (source, phrasing: R@1, R@5)"]
+    for source in sorted({s for s, _, _ in after["out"]}):
+        for phrasing in ("model", "raw"):
+            old, new = (
+                {key: r for key, r in run["out"].items() if key[0] == source and key[2] == phrasing}
+                for run in (before, after)
+            )
+            cells = []
+            for k in (1, 5):
+                up, down = moved(old, new, k)
+                cells.append(f"+{len(up)} / -{len(down)}")
+            lines.append(f"{source:<18} {phrasing:<6} " + "   ".join(cells))
     return "\n".join(lines)
