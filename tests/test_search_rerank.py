@@ -12,6 +12,7 @@ from toolsearch.search.index import make_indexer
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import FEATURES, RankedIndex, load_weights, order
 from toolsearch.search.text import tokenize_query
+from toolsearch.search.wording import query_words, word_pairs
 
 TOOLS = [
     {"name": "calendar_create_event", "description": "Create an event in a calendar."},
@@ -204,12 +205,16 @@ def test_the_field_sums_are_each_fields_own_bm25_and_matches():
     for query in ("create a calendar event event", "search notion pages with page size", "zzqx", ""):
         terms = tokenize_query(query)
         distinct = list(dict.fromkeys(terms))
-        sums = fields.sums(terms, candidates)
-        scores, matched = fields.scores(fields.gather(terms))  # the candidates' BM25, from the same gather
+        pairs = word_pairs(query_words(query))  # gathered with the terms, summed in their own field
+        gathered = fields.gather([*terms, *pairs])
+        sums = fields.sums(terms, candidates, gathered)
+        scores, matched = fields.scores(gathered)  # the candidates' BM25, from the same gather
         whole_scores, whole_matched = fields.whole.scores(terms)
         assert np.array_equal(scores, whole_scores) and np.array_equal(matched, whole_matched)
         for row, index in enumerate((fields.whole, fields.name, fields.description, fields.parameters)):
             assert np.array_equal(sums.bm25[row], index.term_scores(terms)[candidates])  # the same sums
+        assert np.array_equal(sums.bm25[4], fields.pairs.term_scores(pairs)[candidates])
+        assert gathered.idf_total == fields.gather(terms).idf_total  # a pair is no term of the whole tool
         counted = (fields.whole, fields.name, fields.action, fields.server, fields.parameter_names)
         counted += (fields.verb, fields.action_verb)  # one term each: 1 when the query asks it
         counted += (fields.synonyms,)
@@ -313,8 +318,9 @@ def test_the_candidates_arrays_hold_what_the_hit_lists_say(embedder):
         return np.array([h.position for h in hits]), np.array([h.score for h in hits])
 
     lexical, semantic = arrays(found.lexical_hits), arrays(found.semantic_hits)
-    from_hits = features(ranked.fields, scores, terms, found.positions, lexical, cosines, semantic)
-    assert np.array_equal(from_hits, found.matrix)
+    words = query_words("create a calendar event")
+    args = (ranked.fields, scores, terms, found.positions, lexical, cosines, semantic)
+    assert np.array_equal(features(*args, words=words), found.matrix)
 
 
 def test_an_empty_catalog_ranks_to_nothing(embedder):
@@ -363,3 +369,36 @@ def test_a_query_term_found_only_among_the_action_words_synonyms_is_counted():
     # The book's own description holds "film": a synonym adds nothing to what the tool holds.
     assert f["library-find_book"]["synonyms_asked"] == 0
     assert f["cinema-find_showtimes"]["synonyms_asked"] == 0
+
+
+def test_the_query_words_side_by_side_in_the_tool_are_scored_as_pairs():
+    tools = [
+        {"name": "bank-list_transactions", "description": "List the account's transactions."},
+        {"name": "bank-transactions_list", "description": "Transactions: list them, by account."},
+        {"name": "weather_get_forecast", "description": "The weather forecast for a city."},
+    ]
+    assert word_pairs(query_words("list my transactions")) == ["list transact"]
+    f = _ranked_features(tools, "list my transactions")
+    # Both hold both words; only the first holds them in the query's order, side by side.
+    assert f["bank-list_transactions"]["word_pairs"] == 1
+    assert f["bank-transactions_list"]["word_pairs"] == 0
+    assert _ranked_features(tools, "transactions")["bank-list_transactions"]["word_pairs"] == 0  # no pair
+
+
+def test_the_share_of_the_query_rarest_words_held_counts_the_two_of_most_idf():
+    tools = [
+        {"name": "bank-list_transactions", "description": "List transactions."},
+        {"name": "bank-list_monthly_transactions", "description": "List transactions of a month."},
+        {"name": "bank-list_accounts", "description": "List accounts."},
+        {"name": "weather_get_forecast", "description": "The weather forecast for a city."},
+    ]
+    # IDF log(1 + 4 / df): month (1 tool) 1.609, transact (2) 1.099, list (3) 0.847: the rarest
+    # two are month and transact. Stemmed the English way only: "monthly" -> "month".
+    f = _ranked_features(tools, "list monthly transactions")
+    month, transact = np.log1p(4 / 1), np.log1p(4 / 2)
+    assert f["bank-list_monthly_transactions"]["rarest_terms_held"] == pytest.approx(1.0)
+    assert f["bank-list_transactions"]["rarest_terms_held"] == pytest.approx(transact / (month + transact))
+    assert f["bank-list_accounts"]["rarest_terms_held"] == 0  # "list" alone: not among the two
+    f = _ranked_features(tools, "list accounts zzqx")  # a word no tool holds has no IDF: left out
+    account, listed = np.log1p(4 / 1), np.log1p(4 / 3)
+    assert f["bank-list_transactions"]["rarest_terms_held"] == pytest.approx(listed / (account + listed))

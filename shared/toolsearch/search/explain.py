@@ -10,7 +10,6 @@ anyway, which says how far it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +21,7 @@ from toolsearch.search.hybrid import CANDIDATES, HybridIndex, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import FEATURES, TERMS_HELD, RankedIndex, features, order
 from toolsearch.search.text import tokenize, tokenize_query
+from toolsearch.search.wording import query_words
 from toolsearch.service.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["SHORT_DESCRIPTION_WORDS", "explain", "field_terms", "ranking"]
@@ -182,7 +182,7 @@ def explain(
         }
     if isinstance(index, RankedIndex):
         found = made["found"]
-        answer["ranker"] = _ranker_with(index, found, terms, position, cosines)
+        answer["ranker"] = _ranker_with(index, found, query, position, cosines)
         facts |= {
             "fallback": made["method"] == "fused",
             "held": made["held"],
@@ -204,16 +204,17 @@ def explain(
 
 
 def _ranker_with(
-    index: RankedIndex, found: Any, terms: Sequence[str], position: int, cosines: np.ndarray | None
+    index: RankedIndex, found: Any, query: str, position: int, cosines: np.ndarray | None
 ) -> dict[str, Any]:
     where = np.flatnonzero(found.positions == position)
     if len(where):
         row = found.matrix[where[0]]
     else:  # not a candidate: its features as if it were one, beside the real candidates
         with_it = np.array(sorted({*found.positions.tolist(), position}), dtype=np.int64)
+        terms, words = tokenize_query(query), query_words(query)
         scores, _ = index.lexical.scores(terms)
         matrix = features(
-            index.fields, scores, terms, with_it, found.lexical_top, cosines, found.semantic_top
+            index.fields, scores, terms, with_it, found.lexical_top, cosines, found.semantic_top, words=words
         )
         row = matrix[int(np.flatnonzero(with_it == position)[0])]
     ranker = index.ranker

@@ -22,6 +22,7 @@ from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
+from toolsearch.search.wording import pair_index
 
 __all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
 
@@ -72,12 +73,13 @@ def verb_class(terms: Sequence[str]) -> int:
     return -1
 
 
-# The fields of the postings table, in its order: four summed as BM25 (every query term, repeats
+# The fields of the postings table, in its order: five summed as BM25 (every query term, repeats
 # included, as `LexicalIndex.term_scores`; the whole tool's first: its scores pick the candidates,
-# from the same gather as their sums, `FieldIndex.gather`), then, each distinct term once, eight
-# counted (each posting 1), the name's terms weighed by their IDF, and the whole tool's terms
-# weighed by their IDF times how few of the tool's server's other tools hold them (`server_specific`).
-_BM25_FIELDS = ("whole", "name", "description", "parameters")
+# from the same gather as their sums, `FieldIndex.gather`; the tool's word pairs last, gathered for
+# the query's pairs, `search.wording`), then, each distinct term once, eight counted (each posting
+# 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF times
+# how few of the tool's server's other tools hold them (`server_specific`).
+_BM25_FIELDS = ("whole", "name", "description", "parameters", "pairs")
 _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
 _WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
@@ -108,7 +110,7 @@ class FieldSums(NamedTuple):
     """One query's sums for its candidates, in their order (a named tuple: cheaper than a dataclass)."""
 
     cells: np.ndarray  # (table fields x candidates): every field's sum, in the table's order (below)
-    bm25: np.ndarray  # (4 x candidates): BM25 of the whole tool, the name, the description, the parameters
+    bm25: np.ndarray  # (5 x candidates): BM25 of the whole tool, name, description, parameters, word pairs
     held: np.ndarray  # (8 x candidates): distinct query terms held by the whole tool, name, action,
     #                   server prefix, parameter names, first name term, action's first term, and
     #                   the action's synonyms only (`synonyms`)
@@ -128,6 +130,7 @@ class FieldIndex:
         self.name = LexicalIndex(names)
         descriptions = [tokenize(tool.description) for tool in tools]
         self.description = LexicalIndex(descriptions)
+        self.pairs = pair_index(tools)  # the name's and the description's adjacent term pairs
         self.parameters = LexicalIndex(
             [tokenize("\n".join(schema_text(tool.input_schema))) for tool in tools]
         )
@@ -174,12 +177,8 @@ class FieldIndex:
         self.tool_sizes = np.stack(
             [self.name_sizes, self.description_length, self.action_sizes, self.server_sizes]
         ).astype(np.float64)
-        self.parameter_names = LexicalIndex(
-            [
-                _distinct_terms(" ".join(name_words(n) for n in _parameter_names(tool.input_schema)))
-                for tool in tools
-            ]
-        )
+        parameter_words = [" ".join(map(name_words, _parameter_names(tool.input_schema))) for tool in tools]
+        self.parameter_names = LexicalIndex([_distinct_terms(words) for words in parameter_words])
         self.synonyms = self._synonyms([name_words(action).split() for _, action in parts])
         self.server_specific = self._server_specific()
         self._table()

@@ -9,7 +9,8 @@ and the tool's server among the candidates (how many of them it has, their best 
 the cosine's gap to the best again, weighed by how little of the query the best candidate holds;
 the query's IDF the tool holds that its server's other tools lack (what sets it apart from its
 siblings); and the query's terms found only among the WordNet synonyms of its action words
-(`search.synonyms`).
+(`search.synonyms`); the query's words side by side in the tool, and how much of the IDF of its
+two rarest words the tool holds (`search.wording`).
 `words_threshold` can hand queries whose words reach almost no tool back to the fused order of
 the two rankings (`search.hybrid`); it is off by default (see WORDS_THRESHOLD).
 
@@ -39,6 +40,7 @@ from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL,
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query
+from toolsearch.search.wording import query_words, rarest_terms_held, word_pairs
 
 __all__ = [
     "FEATURES",
@@ -89,6 +91,8 @@ FEATURES = (
     # it, / the IDF of all the query's terms: what sets this tool apart from its siblings
     "server_specific_idf",
     "synonyms_asked",  # share of the query's terms found only among the WordNet synonyms of the tool's action
+    "word_pairs",  # BM25 of the query's adjacent word pairs among the tool's, scaled by the best candidate's
+    "rarest_terms_held",  # share of the IDF of the query's two rarest words the tool holds (`search.wording`)
 )
 
 
@@ -187,9 +191,10 @@ def features(
     cosines: np.ndarray | None,
     semantic_top: tuple[np.ndarray, np.ndarray],
     gathered: Gathered | None = None,
+    words: Sequence[str] = (),
 ) -> np.ndarray:
-    """(candidates x FEATURES) for one query's terms; `candidates` ascending; `gathered`: the
-    fields' `gather(terms)`, when the caller has it.
+    """(candidates x FEATURES) for one query's terms; `candidates` ascending; `words`: its English
+    terms (`wording.query_words`); `gathered`: the fields' `gather` of its terms and its words' pairs.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
@@ -200,11 +205,12 @@ def features(
         return matrix
     rows = matrix.T
     count = max(len(set(terms)), 1)  # distinct terms
-    sums = fields.sums(terms, candidates, gathered)
+    sums = fields.sums(terms, candidates, gathered or fields.gather([*terms, *word_pairs(words)]))
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
-    # when that is not above 0), in one division. The whole tool's is the table's own when it came
-    # from the same gather, else `whole_scores`' (the fields' whole tool need not be that index).
-    bm25s = sums.bm25
+    # when that is not above 0), in one division; the word pairs' apart (a query has none mostly).
+    # The whole tool's is the table's own when it came from the same gather, else `whole_scores`'
+    # (the fields' whole tool need not be that index).
+    bm25s = sums.bm25[:4]
     if gathered is None:
         bm25s[0] = whole_scores[candidates]
     best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
@@ -212,6 +218,8 @@ def features(
         np.divide(bm25s, best, out=rows[:4])
     else:
         np.divide(bm25s, best, out=rows[:4], where=best > 0)
+    if (best_pairs := float(np.maximum.reduce(sums.bm25[4]))) > 0:
+        np.divide(sums.bm25[4], best_pairs, out=rows[30])
     bm25 = rows[0]
     # The sums divided by a number of the query's (its distinct terms, its terms' IDF; 1: as they
     # are) in one gather, two divisions and one write, instead of a call each.
@@ -238,6 +246,7 @@ def features(
     fields.fill_servers(rows[22:27], candidates, bm25, None if cosine is None else rows[9], sums)
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
+    rarest_terms_held(fields, words, candidates, rows[31])
     return matrix
 
 
@@ -343,10 +352,10 @@ class RankedIndex:
         return found.positions, found.matrix
 
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
-        terms = tokenize_query(query)
+        terms, words = tokenize_query(query), query_words(query)
         gathered = None
         if self.fields.whole is self.lexical:  # its scores from the gather the features' sums come from
-            gathered = self.fields.gather(terms)
+            gathered = self.fields.gather([*terms, *word_pairs(words)])
             scores, matched = self.fields.scores(gathered)
         else:
             scores, matched = self.lexical.scores(terms)
@@ -364,7 +373,9 @@ class RankedIndex:
         else:  # BM25's alone: distinct positions, sorted in a copy of their own
             positions = lexical_top[0].astype(np.int64)
             positions.sort()
-        matrix = features(self.fields, scores, terms, positions, lexical_top, cosines, semantic_top, gathered)
+        matrix = features(
+            self.fields, scores, terms, positions, lexical_top, cosines, semantic_top, gathered, words
+        )
         # The terms held are counted over the whole tool's text: the weak check's share only when
         # that text is the BM25 index's own.
         held = (positions, matrix[:, TERMS_HELD]) if self.fields.whole is self.lexical else (None, None)
