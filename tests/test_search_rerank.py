@@ -402,3 +402,23 @@ def test_the_share_of_the_query_rarest_words_held_counts_the_two_of_most_idf():
     f = _ranked_features(tools, "list accounts zzqx")  # a word no tool holds has no IDF: left out
     account, listed = np.log1p(4 / 1), np.log1p(4 / 3)
     assert f["bank-list_transactions"]["rarest_terms_held"] == pytest.approx(listed / (account + listed))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "list my monthly transactions",
+        "createEvent on GitHub",
+        "sąskaitos faktūra už mėnesį",
+        "saskaitos",
+        "naïve café résumé v2",
+        "東京の天気 forecast",
+        "",
+        "Ąžuolas e\u0301vent 東京",
+    ],
+)
+def test_the_query_is_tokenized_once_for_both_stemmings(query):
+    from toolsearch.search.text import tokenize, tokenize_query_words
+
+    assert tokenize_query_words(query) == (tokenize_query(query), query_words(query))
+    assert query_words(query) == tokenize(query, lithuanian=False)

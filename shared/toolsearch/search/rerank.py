@@ -39,8 +39,8 @@ from toolsearch.search.embedding import EmbeddingIndex
 from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldIndex, Gathered
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.text import tokenize_query
-from toolsearch.search.wording import query_words, rarest_terms_held, word_pairs
+from toolsearch.search.text import tokenize_query_words
+from toolsearch.search.wording import rarest_terms_held, word_pairs
 
 __all__ = [
     "FEATURES",
@@ -352,7 +352,7 @@ class RankedIndex:
         return found.positions, found.matrix
 
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
-        terms, words = tokenize_query(query), query_words(query)
+        terms, words = tokenize_query_words(query)  # tokenize_query's, and wording.query_words'
         gathered = None
         if self.fields.whole is self.lexical:  # its scores from the gather the features' sums come from
             gathered = self.fields.gather([*terms, *word_pairs(words)])
