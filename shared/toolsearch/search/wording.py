@@ -61,17 +61,36 @@ def rarest_terms_held(
     fields: FieldIndex, words: Sequence[str], candidates: np.ndarray, out: np.ndarray
 ) -> None:
     """Into `out` (zeros, one per candidate): the share of the IDF of the query's `RAREST` words of
-    most IDF (ties: the first asked) that each candidate's whole text holds."""
-    get, idf_values, whole = fields._term_ids.get, fields._idf_values, fields.whole
-    known = {word: idf_values[t] for word in words if (t := get(word, -1)) >= 0}
-    rarest = [w for w in sorted(known, key=known.__getitem__, reverse=True)[:RAREST] if known[w] > 0]
-    if not rarest:  # (a stable sort: ties by the order asked)
+    most IDF (ties: the first asked) that each candidate's whole text holds.
+
+    The two words picked in one pass over the query's (no dict, no sort: `RAREST` is 2), and each
+    one's postings looked up for the candidates only (`candidates` ascend, as the postings do). The
+    same values as adding each word's IDF into every tool's zeros and dividing by their sum: one
+    word's share is 1.0 or 0.0 (its IDF / itself), two words' (0.0 or the first's IDF) + (0.0 or
+    the second's), the same sum as 0.0 + the first's + the second's."""
+    get, idf_values = fields._term_ids.get, fields._idf_values
+    first, second, first_idf, second_idf = "", "", 0.0, 0.0  # an IDF of 0 or less is never kept
+    for word in words:
+        if (t := get(word, -1)) >= 0 and (idf := idf_values[t]) > second_idf:
+            if idf > first_idf:
+                first, second, first_idf, second_idf = word, first, idf, first_idf
+            elif word != first:
+                second, second_idf = word, idf
+    if not first:
         return
-    held = np.zeros(fields.size)
-    starts, positions, ids = whole._starts, whole._positions, whole._term_ids
-    total = 0.0
-    for word in rarest:  # an IDF above 0: the whole tool's text holds it
-        t, idf = ids[word], known[word]
-        held[positions[starts[t] : starts[t + 1]]] += idf
-        total += idf
-    np.divide(held.take(candidates), total, out=out)
+    held = _held(fields.whole, first, candidates)
+    if not second:
+        out[:] = held
+        return
+    np.divide(
+        held * first_idf + _held(fields.whole, second, candidates) * second_idf,
+        first_idf + second_idf,
+        out=out,
+    )
+
+
+def _held(whole: LexicalIndex, word: str, candidates: np.ndarray) -> np.ndarray:
+    """Whether each candidate (ascending) holds `word`, a term of `whole`: a search of its postings."""
+    t = whole._term_ids[word]
+    postings = whole._positions[whole._starts[t] : whole._starts[t + 1]]  # ascending
+    return postings.take(postings.searchsorted(candidates), mode="clip") == candidates
