@@ -7,7 +7,9 @@
   gathered with its terms and summed for its candidates only, scaled by the best candidate's.
 - `rarest_terms_held`: the share of the IDF of the query's two rarest words (the two with the most
   IDF among those the catalog knows) that the tool's whole text holds: whether it holds what sets
-  the query apart ("monthly" in "list my monthly transactions"), not only its common words.
+  the query apart ("monthly" in "list my monthly transactions"), not only its common words. The
+  two (`rarest_words`) are gathered with the query's terms: each tool's whole-text postings valued
+  their IDF, summed in a row after the fields' (`FieldIndex.gather`), then divided by their IDF.
 
 Both read the query's words stemmed the English way only (`query_words`): `tokenize_query` adds a
 Lithuanian stem after most words, whose pairs would not be the query's own pairs, and whose rare
@@ -31,7 +33,7 @@ from toolsearch.search.text import tokenize
 if TYPE_CHECKING:
     from toolsearch.search.fields import FieldIndex
 
-__all__ = ["RAREST", "pair_index", "query_words", "rarest_terms_held", "word_pairs"]
+__all__ = ["RAREST", "pair_index", "query_words", "rarest_words", "word_pairs"]
 
 RAREST = 2  # the query's words of most IDF that `rarest_terms_held` looks at
 
@@ -57,40 +59,24 @@ def pair_index(tools: Sequence[Tool]) -> LexicalIndex:
     )
 
 
-def rarest_terms_held(
-    fields: FieldIndex, words: Sequence[str], candidates: np.ndarray, out: np.ndarray
-) -> None:
-    """Into `out` (zeros, one per candidate): the share of the IDF of the query's `RAREST` words of
-    most IDF (ties: the first asked) that each candidate's whole text holds.
+def rarest_postings(whole: LexicalIndex, idf: np.ndarray, offset: int) -> tuple[list[int], np.ndarray]:
+    """The whole tool's postings, by term (the fields' table's first ids are the whole tool's):
+    their starts, and a (2 x postings) table like the fields' (`FieldIndex.gather`), each key
+    `offset` + its position, each value its term's IDF (as int64 bits)."""
+    values = np.repeat(idf[: len(whole._term_ids)], np.diff(whole._starts))
+    keys = offset + whole._positions.astype(np.intp)
+    return whole._starts.tolist(), np.stack([keys, values.view(np.intp)])
 
-    The two words picked in one pass over the query's (no dict, no sort: `RAREST` is 2), and each
-    one's postings looked up for the candidates only (`candidates` ascend, as the postings do). The
-    same values as adding each word's IDF into every tool's zeros and dividing by their sum: one
-    word's share is 1.0 or 0.0 (its IDF / itself), two words' (0.0 or the first's IDF) + (0.0 or
-    the second's), the same sum as 0.0 + the first's + the second's."""
+
+def rarest_words(fields: FieldIndex, words: Sequence[str]) -> list[int]:
+    """The ids (the fields' table's, `FieldIndex.gather`) of the query's `RAREST` words of most
+    IDF, of those above 0 (ties: the first asked), best first: picked in one pass, no sort."""
     get, idf_values = fields._term_ids.get, fields._idf_values
-    first, second, first_idf, second_idf = "", "", 0.0, 0.0  # an IDF of 0 or less is never kept
+    first, second, first_idf, second_idf = -1, -1, 0.0, 0.0  # an IDF of 0 or less is never kept
     for word in words:
         if (t := get(word, -1)) >= 0 and (idf := idf_values[t]) > second_idf:
             if idf > first_idf:
-                first, second, first_idf, second_idf = word, first, idf, first_idf
-            elif word != first:
-                second, second_idf = word, idf
-    if not first:
-        return
-    held = _held(fields.whole, first, candidates)
-    if not second:
-        out[:] = held
-        return
-    np.divide(
-        held * first_idf + _held(fields.whole, second, candidates) * second_idf,
-        first_idf + second_idf,
-        out=out,
-    )
-
-
-def _held(whole: LexicalIndex, word: str, candidates: np.ndarray) -> np.ndarray:
-    """Whether each candidate (ascending) holds `word`, a term of `whole`: a search of its postings."""
-    t = whole._term_ids[word]
-    postings = whole._positions[whole._starts[t] : whole._starts[t + 1]]  # ascending
-    return postings.take(postings.searchsorted(candidates), mode="clip") == candidates
+                first, second, first_idf, second_idf = t, first, idf, first_idf
+            elif t != first:
+                second, second_idf = t, idf
+    return [] if first < 0 else [first] if second < 0 else [first, second]
