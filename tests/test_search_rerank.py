@@ -402,3 +402,49 @@ def test_the_share_of_the_query_rarest_words_held_counts_the_two_of_most_idf():
     f = _ranked_features(tools, "list accounts zzqx")  # a word no tool holds has no IDF: left out
     account, listed = np.log1p(4 / 1), np.log1p(4 / 3)
     assert f["bank-list_transactions"]["rarest_terms_held"] == pytest.approx(listed / (account + listed))
+
+
+def test_of_equally_rare_words_the_first_asked_are_the_rarest_and_a_repeat_counts_once():
+    tools = [
+        {"name": "alpha_tool", "description": "Alpha."},
+        {"name": "beta_tool", "description": "Beta."},
+        {"name": "gamma_tool", "description": "Gamma."},
+        {"name": "other_thing", "description": "Nothing of the kind."},
+    ]
+    f = _ranked_features(tools, "alpha beta gamma")  # one tool each: equal IDF, the first two asked
+    assert [f[name]["rarest_terms_held"] for name in ("alpha_tool", "beta_tool", "gamma_tool")] == [
+        0.5,
+        0.5,
+        0,
+    ]
+    f = _ranked_features(tools, "gamma gamma alpha beta")  # "gamma" once among the two, then "alpha"
+    assert [f[name]["rarest_terms_held"] for name in ("alpha_tool", "beta_tool", "gamma_tool")] == [
+        0.5,
+        0,
+        0.5,
+    ]
+    f = _ranked_features(tools, "tool beta")  # "tool" (3 tools) below "beta": each share of the sum
+    beta, tool = np.log1p(4 / 1), np.log1p(4 / 3)
+    assert f["beta_tool"]["rarest_terms_held"] == 1.0
+    assert f["alpha_tool"]["rarest_terms_held"] == tool / (beta + tool)
+    assert _ranked_features(tools, "gamma")["gamma_tool"]["rarest_terms_held"] == 1.0  # one word: all or none
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "list my monthly transactions",
+        "createEvent on GitHub",
+        "sąskaitos faktūra už mėnesį",
+        "saskaitos",
+        "naïve café résumé v2",
+        "東京の天気 forecast",
+        "",
+        "Ąžuolas e\u0301vent 東京",
+    ],
+)
+def test_the_query_is_tokenized_once_for_both_stemmings(query):
+    from toolsearch.search.text import tokenize, tokenize_query_words
+
+    assert tokenize_query_words(query) == (tokenize_query(query), query_words(query))
+    assert query_words(query) == tokenize(query, lithuanian=False)

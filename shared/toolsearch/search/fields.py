@@ -22,7 +22,7 @@ from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
-from toolsearch.search.wording import pair_index
+from toolsearch.search.wording import pair_index, rarest_postings, rarest_words, word_pairs
 
 __all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
 
@@ -84,9 +84,9 @@ _COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "act
 _WEIGHED = ("name", "server_specific")
 _TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
 _HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
-# `FieldSums.cells`' rows: each counted field's terms held, the weighed name's and server-specific IDF.
+# `FieldSums.cells`' rows: each counted field's terms held, the two weighed fields', the rarest words'.
 HELD_CELLS = {field: len(_BM25_FIELDS) + i for i, field in enumerate(_COUNTED)}
-NAME_IDF_CELL, SERVER_IDF_CELL = len(_TABLE) - 2, len(_TABLE) - 1
+NAME_IDF_CELL, SERVER_IDF_CELL, RAREST_CELL = len(_TABLE) - 2, len(_TABLE) - 1, len(_TABLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,7 @@ class Gathered(NamedTuple):
 
     idf_total: float
     summed: np.ndarray | None
+    rarest_idf: float = 0.0  # the IDF of the rarest words gathered (`search.wording`), summed
 
 
 class FieldSums(NamedTuple):
@@ -237,6 +238,7 @@ class FieldIndex:
             idf = np.log1p(documents / whole_counts)
         self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
         self._idf_values: list[float] = self._idf.tolist()
+        self._rarest = rarest_postings(self.whole, self._idf, RAREST_CELL * self.size)  # (`gather`)
         starts, keys, values, terms = self._postings(_TABLE)
         counted = keys >= len(_BM25_FIELDS) * self.size
         weighed = keys >= (len(_BM25_FIELDS) + len(_COUNTED)) * self.size
@@ -266,28 +268,29 @@ class FieldIndex:
         starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
         return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
 
-    def gather(self, terms: Sequence[str]) -> Gathered:
-        """Every field's sums of every tool for these query terms: one gather and one bincount.
+    def gather(self, terms: Sequence[str], words: Sequence[str] = ()) -> Gathered:
+        """Every field's sums of every tool for these query terms: one gather and one bincount; with
+        `words` (its English terms, `search.wording`), their pairs' too, and the IDF of its two
+        rarest words held, in a row after the table's (their postings valued their IDF).
 
         The BM25 fields' postings of every term (repeats too, in the query's order) beside the
         other fields' of each distinct term (once), keys apart. (Adding into the candidates' slots
-        alone, each posting's position mapped to its slot, was no faster at 2,000 or 6,000 tools:
-        the mapping costs what the smaller table saves.)"""
-        get, starts = self._term_ids.get, self._starts
+        alone was no faster at 2,000 or 6,000 tools: the mapping costs what the smaller table saves.)"""
+        get, starts, (rarest_starts, rarest_table) = self._term_ids.get, self._starts, self._rarest
         bm25_ends, table = self._bm25_ends, self._postings_table
         spans: list[np.ndarray] = []
         distinct: dict[int, None] = {}  # the terms found, each once, in order
-        for term in terms:  # one pass: a term looked up, then its slice (a repeat's BM25 fields only)
+        for term in [*terms, *word_pairs(words)]:  # a term looked up, then its slice (a repeat's: BM25's)
             if (t := get(term, -1)) >= 0:
                 spans.append(table[:, starts[t] : (bm25_ends[t] if t in distinct else starts[t + 1])])
                 distinct[t] = None
-        idf_total = sum([self._idf_values[t] for t in distinct])
+        idf_total, rarest = sum([self._idf_values[t] for t in distinct]), rarest_words(self, words)
+        spans += [rarest_table[:, rarest_starts[t] : rarest_starts[t + 1]] for t in rarest]
         if not spans:
             return Gathered(idf_total, None)
         postings = spans[0] if len(spans) == 1 else np.concatenate(spans, axis=1)
-        return Gathered(
-            idf_total, np.bincount(postings[0], postings[1].view(np.float64), len(_TABLE) * self.size)
-        )
+        summed = np.bincount(postings[0], postings[1].view(np.float64), (len(_TABLE) + 1) * self.size)
+        return Gathered(idf_total, summed, sum([self._idf_values[t] for t in rarest]))
 
     def scores(self, gathered: Gathered) -> tuple[np.ndarray, np.ndarray]:
         """The whole tool's BM25 of every tool and which tools hold any term: `whole.scores`'
@@ -304,16 +307,16 @@ class FieldIndex:
         """BM25 and terms held per field, for these candidates (distinct positions, any order),
         picked by key from `gather(terms)` (given, or made here)."""
         n = len(candidates)
-        idf_total, summed = self.gather(terms) if gathered is None else gathered
+        idf_total, summed, _ = self.gather(terms) if gathered is None else gathered
         # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
         # `take`: no keys to compute per query), gathered once for every feature that reads them.
         sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
         if summed is None or not n:
-            cells = np.zeros((len(_TABLE), n))
-        else:  # (fields x candidates)
-            cells = summed.reshape(len(_TABLE), self.size).take(candidates, axis=1)
-        bm25 = cells[: len(_BM25_FIELDS)]
-        return FieldSums(cells, bm25, cells[_HELD], cells[-2], cells[-1], idf_total, sizes, ids)
+            cells = np.zeros((len(_TABLE) + 1, n))
+        else:  # (fields and the rarest words' row x candidates)
+            cells = summed.reshape(len(_TABLE) + 1, self.size).take(candidates, axis=1)
+        bm25, name_idf, server_idf = cells[: len(_BM25_FIELDS)], cells[NAME_IDF_CELL], cells[SERVER_IDF_CELL]
+        return FieldSums(cells, bm25, cells[_HELD], name_idf, server_idf, idf_total, sizes, ids)
 
     def extra(
         self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None

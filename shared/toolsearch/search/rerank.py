@@ -39,8 +39,7 @@ from toolsearch.search.embedding import EmbeddingIndex
 from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldIndex, Gathered
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
-from toolsearch.search.text import tokenize_query
-from toolsearch.search.wording import query_words, rarest_terms_held, word_pairs
+from toolsearch.search.text import tokenize_query_words
 
 __all__ = [
     "FEATURES",
@@ -194,7 +193,7 @@ def features(
     words: Sequence[str] = (),
 ) -> np.ndarray:
     """(candidates x FEATURES) for one query's terms; `candidates` ascending; `words`: its English
-    terms (`wording.query_words`); `gathered`: the fields' `gather` of its terms and its words' pairs.
+    terms (`wording.query_words`); `gathered`: the fields' `gather(terms, words)`.
 
     Each ranking's top as (positions, scores) arrays, best first; all their positions are candidates.
     Filled feature by feature through its transpose (a row a feature), leaving the zeros alone.
@@ -205,7 +204,7 @@ def features(
         return matrix
     rows = matrix.T
     count = max(len(set(terms)), 1)  # distinct terms
-    sums = fields.sums(terms, candidates, gathered or fields.gather([*terms, *word_pairs(words)]))
+    sums = fields.sums(terms, candidates, found := gathered or fields.gather(terms, words))
     # BM25 of the whole tool, its name, description, parameters: each by its best candidate's (all 0
     # when that is not above 0), in one division; the word pairs' apart (a query has none mostly).
     # The whole tool's is the table's own when it came from the same gather, else `whole_scores`'
@@ -246,7 +245,8 @@ def features(
     fields.fill_servers(rows[22:27], candidates, bm25, None if cosine is None else rows[9], sums)
     if cosine is not None:
         np.multiply(rows[10], 1.0 - confidence, out=rows[27])
-    rarest_terms_held(fields, words, candidates, rows[31])
+    if found.rarest_idf:  # rarest_terms_held: the IDF of the two rarest words held, / theirs
+        np.divide(sums.cells[-1], found.rarest_idf, out=rows[31])  # its row, the last
     return matrix
 
 
@@ -352,10 +352,10 @@ class RankedIndex:
         return found.positions, found.matrix
 
     def find(self, query: str, depth: int = CANDIDATES) -> Candidates:
-        terms, words = tokenize_query(query), query_words(query)
+        terms, words = tokenize_query_words(query)  # tokenize_query's, and wording.query_words'
         gathered = None
         if self.fields.whole is self.lexical:  # its scores from the gather the features' sums come from
-            gathered = self.fields.gather([*terms, *word_pairs(words)])
+            gathered = self.fields.gather(terms, words)
             scores, matched = self.fields.scores(gathered)
         else:
             scores, matched = self.lexical.scores(terms)

@@ -32,7 +32,14 @@ from functools import lru_cache
 
 import snowballstemmer
 
-__all__ = ["fold_diacritics", "split_camel_case", "stem_variants", "tokenize", "tokenize_query"]
+__all__ = [
+    "fold_diacritics",
+    "split_camel_case",
+    "stem_variants",
+    "tokenize",
+    "tokenize_query",
+    "tokenize_query_words",
+]
 
 # Han, kana, Hangul, bopomofo and their compatibility/extension blocks.
 _CJK = (
@@ -191,3 +198,31 @@ def tokenize(text: str, lithuanian: bool | None = None) -> list[str]:
 def tokenize_query(text: str) -> list[str]:
     """Search terms of a query: words without Lithuanian letters are stemmed both ways."""
     return tokenize(text, lithuanian=True)
+
+
+@lru_cache(maxsize=1 << 17)
+def _query_word_terms(word: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return _word_terms(word, True), _word_terms(word, False)
+
+
+def tokenize_query_words(text: str) -> tuple[list[str], list[str]]:
+    """`tokenize_query(text)` and `tokenize(text, lithuanian=False)` (its words stemmed the English
+    way only, `search.wording`) from one pass over the text: the same lists as the two calls."""
+    text = unicodedata.normalize("NFKC", text)
+    terms: list[str] = []
+    words: list[str] = []
+    if (ascii := text.isascii()) or _SPECIAL.search(text) is None:  # the language given: not judged
+        for word in (_ASCII_WORD if ascii else _PLAIN_WORD).findall(text):
+            both, english = _query_word_terms(word)
+            terms.extend(both)
+            words.extend(english)
+        return terms, words
+    for cjk, word in _TOKEN.findall(text):
+        if word:
+            both, english = _query_word_terms(word)
+            terms.extend(both)
+            words.extend(english)
+        else:
+            terms.extend(bigrams := _cjk_terms(cjk))
+            words.extend(bigrams)
+    return terms, words

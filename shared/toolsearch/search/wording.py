@@ -7,7 +7,9 @@
   gathered with its terms and summed for its candidates only, scaled by the best candidate's.
 - `rarest_terms_held`: the share of the IDF of the query's two rarest words (the two with the most
   IDF among those the catalog knows) that the tool's whole text holds: whether it holds what sets
-  the query apart ("monthly" in "list my monthly transactions"), not only its common words.
+  the query apart ("monthly" in "list my monthly transactions"), not only its common words. The
+  two (`rarest_words`) are gathered with the query's terms: each tool's whole-text postings valued
+  their IDF, summed in a row after the fields' (`FieldIndex.gather`), then divided by their IDF.
 
 Both read the query's words stemmed the English way only (`query_words`): `tokenize_query` adds a
 Lithuanian stem after most words, whose pairs would not be the query's own pairs, and whose rare
@@ -31,7 +33,7 @@ from toolsearch.search.text import tokenize
 if TYPE_CHECKING:
     from toolsearch.search.fields import FieldIndex
 
-__all__ = ["RAREST", "pair_index", "query_words", "rarest_terms_held", "word_pairs"]
+__all__ = ["RAREST", "pair_index", "query_words", "rarest_words", "word_pairs"]
 
 RAREST = 2  # the query's words of most IDF that `rarest_terms_held` looks at
 
@@ -57,21 +59,24 @@ def pair_index(tools: Sequence[Tool]) -> LexicalIndex:
     )
 
 
-def rarest_terms_held(
-    fields: FieldIndex, words: Sequence[str], candidates: np.ndarray, out: np.ndarray
-) -> None:
-    """Into `out` (zeros, one per candidate): the share of the IDF of the query's `RAREST` words of
-    most IDF (ties: the first asked) that each candidate's whole text holds."""
-    get, idf_values, whole = fields._term_ids.get, fields._idf_values, fields.whole
-    known = {word: idf_values[t] for word in words if (t := get(word, -1)) >= 0}
-    rarest = [w for w in sorted(known, key=known.__getitem__, reverse=True)[:RAREST] if known[w] > 0]
-    if not rarest:  # (a stable sort: ties by the order asked)
-        return
-    held = np.zeros(fields.size)
-    starts, positions, ids = whole._starts, whole._positions, whole._term_ids
-    total = 0.0
-    for word in rarest:  # an IDF above 0: the whole tool's text holds it
-        t, idf = ids[word], known[word]
-        held[positions[starts[t] : starts[t + 1]]] += idf
-        total += idf
-    np.divide(held.take(candidates), total, out=out)
+def rarest_postings(whole: LexicalIndex, idf: np.ndarray, offset: int) -> tuple[list[int], np.ndarray]:
+    """The whole tool's postings, by term (the fields' table's first ids are the whole tool's):
+    their starts, and a (2 x postings) table like the fields' (`FieldIndex.gather`), each key
+    `offset` + its position, each value its term's IDF (as int64 bits)."""
+    values = np.repeat(idf[: len(whole._term_ids)], np.diff(whole._starts))
+    keys = offset + whole._positions.astype(np.intp)
+    return whole._starts.tolist(), np.stack([keys, values.view(np.intp)])
+
+
+def rarest_words(fields: FieldIndex, words: Sequence[str]) -> list[int]:
+    """The ids (the fields' table's, `FieldIndex.gather`) of the query's `RAREST` words of most
+    IDF, of those above 0 (ties: the first asked), best first: picked in one pass, no sort."""
+    get, idf_values = fields._term_ids.get, fields._idf_values
+    first, second, first_idf, second_idf = -1, -1, 0.0, 0.0  # an IDF of 0 or less is never kept
+    for word in words:
+        if (t := get(word, -1)) >= 0 and (idf := idf_values[t]) > second_idf:
+            if idf > first_idf:
+                first, second, first_idf, second_idf = t, first, idf, first_idf
+            elif t != first:
+                second, second_idf = t, idf
+    return [] if first < 0 else [first] if second < 0 else [first, second]
