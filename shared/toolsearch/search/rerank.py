@@ -36,7 +36,8 @@ import numpy as np
 
 from toolsearch.search import Embedder, Hit
 from toolsearch.search.embedding import EmbeddingIndex
-from toolsearch.search.fields import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldIndex, Gathered
+from toolsearch.search.field_table import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, Gathered
+from toolsearch.search.fields import FieldIndex
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize_query_words
