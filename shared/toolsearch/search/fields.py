@@ -3,8 +3,7 @@
 Each tool's fields apart: its name, description and parameters (each with its own BM25), its
 server prefix and the action after it, its parameter names, its action's synonyms; its verb
 class, and how specific each of its terms is among its server's tools. Their postings are summed
-for a query's candidates in one table (`search.field_table`); the features computed from those
-sums beyond the shares (`fill_extra`, `fill_servers`) are here.
+for a query's candidates in one table (`search.field_table`), into the features (`search.features`).
 """
 
 from __future__ import annotations
@@ -16,13 +15,13 @@ import numpy as np
 
 from toolsearch.catalogs.catalog import Tool
 from toolsearch.search.documents import name_words, schema_text
-from toolsearch.search.field_table import FieldSums, FieldTable, Weighed
+from toolsearch.search.field_table import FieldTable, Weighed
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
 from toolsearch.search.wording import pair_index
 
-__all__ = ["FieldIndex", "server_and_action"]
+__all__ = ["VERB_AGREES", "FieldIndex", "server_and_action", "verb_class"]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -46,8 +45,7 @@ _VERB_CLASSES = {
 _VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
 # By the query's verb class, then the tool's plus one (0: none): +1 the same, -1 another, 0 none.
 _CLASSES = range(len(_VERB_CLASSES))
-_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
-EXTRA = 7  # the features `extra` gives: action_verb_asked .. near_duplicates
+VERB_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
 _PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
 
 
@@ -118,9 +116,9 @@ class FieldIndex(FieldTable):
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
         # What the features gather of each candidate, a row a fact: `sums` takes every candidate's
         # column of them in one gather each (`FieldSums`).
-        classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
+        classes = self.verb_classes + 1  # -1 (none) is column 0 of VERB_AGREES
         # The verb class, the server, then the action's id and the server's after every action's:
-        # those two counted among the candidates in one bincount (`fill_servers` with `sums`).
+        # those two counted among the candidates in one bincount (`features.server_features`).
         groups = [self.action_ids, self.server_ids + (int(self.action_ids.max(initial=-1)) + 1)]
         self.tool_ids = np.stack([classes, self.server_ids, *groups]).astype(np.int64)
         self.tool_sizes = np.stack(
@@ -167,83 +165,3 @@ class FieldIndex(FieldTable):
         others = np.maximum(sizes - 1, 1)
         values = np.where(sizes > 1, 1.0 - (counts[inverse.ravel()] - 1) / others, 0.0)
         return Weighed(whole._term_ids, whole._starts, whole._positions, values)
-
-    def extra(
-        self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
-    ) -> list[np.ndarray]:
-        """The features after `bm25_when_words_hit`, for these candidates only."""
-        rows = np.zeros((EXTRA, len(candidates)))
-        self.fill_extra(rows, terms, candidates, self.sums(terms, candidates) if sums is None else sums)
-        return list(rows)
-
-    def fill_extra(
-        self,
-        rows: np.ndarray,
-        terms: Sequence[str],
-        candidates: np.ndarray,
-        sums: FieldSums,
-        verb_asked: np.ndarray | None = None,
-        distinct: list[str] | None = None,
-        shares: bool = True,
-    ) -> None:
-        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
-        `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
-        rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
-        with its other shares, in one division), and row 6 too (`fill_servers` with `sums`)."""
-        ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
-        held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
-        if shares:
-            rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
-            if verb_asked is not None:
-                verb_asked[:] = held[5]
-            count = len(dict.fromkeys(terms) if distinct is None else distinct)
-            np.divide(held[4], max(count, 1), out=rows[3])
-            np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
-        query_class = verb_class(terms)  # the first term of a class: the same among the distinct
-        if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
-            rows[1] = _AGREES[query_class][ids[0]]
-        np.divide(held[3], sizes[3], out=rows[2])
-        # A phrase needs every action term held: only those few candidates are compared as text.
-        text = " " + " ".join(terms) + " "
-        phrases = self.action_phrases
-        for i in (held[2] >= sizes[2]).nonzero()[0].tolist():  # the action's terms
-            rows[5, i] = phrases[candidates[i]] in text
-        if shares:
-            np.log(np.bincount(ids[2])[ids[2]], out=rows[6])
-
-    def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
-        """The features of each candidate's server among the candidates (`server_candidates` on)."""
-        rows = np.zeros((4, len(candidates)))
-        self.fill_servers(rows, candidates, bm25, cosine)
-        return list(rows)
-
-    def fill_servers(
-        self,
-        rows: np.ndarray,
-        candidates: np.ndarray,
-        bm25: np.ndarray,
-        cosine: np.ndarray | None,
-        sums: FieldSums | None = None,
-    ) -> None:
-        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0.
-
-        With `sums` (the candidates'), `rows` starts a row earlier (5 x candidates): `extra`'s last,
-        near_duplicates (left by `fill_extra` with `shares` False), counted with the servers' own
-        in one bincount, and the candidates' servers read from `sums`."""
-        count = self.server_count
-        if sums is None:
-            server = self.server_ids[candidates]
-            np.log(np.bincount(server, minlength=count)[server], out=rows[0])
-        else:
-            server, groups = sums.ids[1], sums.ids[2:]  # groups: the actions', the servers'
-            np.log(np.bincount(groups.ravel())[groups], out=rows[:2])
-            rows = rows[1:]
-        best = np.zeros(count)
-        np.maximum.at(best, server, bm25)
-        rows[1] = best[server]
-        total = max(float(np.add.reduce(bm25)), 1e-9)  # bm25.sum(), without its Python wrapper
-        np.divide(np.bincount(server, bm25, count)[server], total, out=rows[2])
-        if cosine is not None:
-            best_cosine = np.full(count, -np.inf)
-            np.maximum.at(best_cosine, server, cosine)
-            rows[3] = best_cosine[server] - cosine.max()
