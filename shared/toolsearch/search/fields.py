@@ -1,4 +1,4 @@
-"""What the ranker's features need of each tool, indexed once per catalog (`search.rerank`).
+"""What the ranker's features need of each tool, indexed once per catalog (`search.features`).
 
 Each tool's fields apart: its name, description and parameters (each with its own BM25), its
 server prefix and the action after it, its parameter names, its action's synonyms; its verb

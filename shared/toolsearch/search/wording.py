@@ -1,4 +1,4 @@
-"""Which of the query's words matter, and their order: two of the ranker's features (`search.rerank`).
+"""Which of the query's words matter, and their order: two of the ranker's features (`search.features`).
 
 - `word_pairs`: the query's words side by side, as the tool has them. Each tool's adjacent term
   pairs (of its name, and of its description) are the terms of one more BM25 field of the fields'
