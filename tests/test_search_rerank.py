@@ -126,16 +126,19 @@ def column(matrix, feature):
 
 def extra_features(query):
     from toolsearch.search.lexical import build_lexical_index
-    from toolsearch.search.rerank import FieldIndex
+    from toolsearch.search.rerank import FieldIndex, features
     from toolsearch.search.text import tokenize_query
 
     catalog = Catalog.from_definitions(SERVERS)
-    fields = FieldIndex(catalog.tools, build_lexical_index(catalog.tools))
+    lexical = build_lexical_index(catalog.tools)
+    fields = FieldIndex(catalog.tools, lexical)
     # In the order of SERVERS, whatever order the catalog keeps.
     candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
-    values = fields.extra(tokenize_query(query), candidates)
+    terms = tokenize_query(query)
+    none = (np.zeros(0, np.int64), np.zeros(0))  # no ranking's top: no rank to place
+    matrix = features(fields, lexical.scores(terms)[0], terms, candidates, none, None, none)
     extra = FEATURES[FEATURES.index("action_verb_asked") : FEATURES.index("near_duplicates") + 1]
-    return dict(zip(extra, values, strict=True))
+    return {feature: column(matrix, feature) for feature in extra}
 
 
 def test_the_server_prefix_is_split_off_only_when_tools_share_it():
@@ -178,6 +181,7 @@ def test_the_idf_weighted_name_share_favours_rare_terms():
 
 
 def test_the_server_features_group_the_candidates_by_server_prefix():
+    from toolsearch.search.features import server_features
     from toolsearch.search.lexical import build_lexical_index
     from toolsearch.search.rerank import FieldIndex
 
@@ -186,7 +190,10 @@ def test_the_server_features_group_the_candidates_by_server_prefix():
     candidates = np.array([[t.name for t in catalog.tools].index(d["name"]) for d in SERVERS])
     bm25 = np.array([0.2, 0.6, 1.0, 0.0, 0.2])
     cosine = np.array([0.5, 0.1, 0.3, 0.2, 0.7])
-    count, best, share, best_cosine = fields.servers(candidates, bm25, cosine)
+    rows = np.zeros((len(FEATURES), len(candidates)))
+    server_features(rows, fields, bm25, cosine, fields.sums(["x"], candidates))
+    named = ("server_candidates", "server_best_bm25", "server_bm25_share", "server_best_cosine_gap")
+    count, best, share, best_cosine = (rows[FEATURES.index(feature)] for feature in named)
     # weread: the first two; notion: the next two; Travel_1_FindAttractions: alone.
     assert np.exp(count).round().tolist() == [2, 2, 2, 2, 1]
     assert best.tolist() == [0.6, 0.6, 1.0, 1.0, 0.2]

@@ -1,30 +1,27 @@
-"""What the ranker's features need of each tool, indexed once per catalog (`search.rerank`).
+"""What the ranker's features need of each tool, indexed once per catalog (`search.features`).
 
 Each tool's fields apart: its name, description and parameters (each with its own BM25), its
-server prefix and the action after it, its parameter names. A query's terms are looked up once
-for every field together (`FieldIndex.sums`): one table holds every field's postings side by side,
-term after term, so a query gathers a few slices and adds them for its candidates only, never for
-the whole catalog. The sums are the ones each field's own `LexicalIndex` gives (the same values
-added in the same order), so the features do not depend on how they are gathered.
+server prefix and the action after it, its parameter names, its action's synonyms; its verb
+class, and how specific each of its terms is among its server's tools. Their postings are summed
+for a query's candidates in one table (`search.field_table`), into the features (`search.features`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
 from toolsearch.catalogs.catalog import Tool
 from toolsearch.search.documents import name_words, schema_text
+from toolsearch.search.field_table import FieldTable, Weighed
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.synonyms import expansion
 from toolsearch.search.text import tokenize
-from toolsearch.search.wording import pair_index, rarest_postings, rarest_words, word_pairs
+from toolsearch.search.wording import pair_index
 
-__all__ = ["FieldIndex", "FieldSums", "Gathered", "server_and_action"]
+__all__ = ["VERB_AGREES", "FieldIndex", "server_and_action", "verb_class"]
 
 
 def _parameter_names(schema: object) -> list[str]:
@@ -48,8 +45,7 @@ _VERB_CLASSES = {
 _VERB_CLASS = {stem: i for i, words in enumerate(_VERB_CLASSES.values()) for stem in words.split()}
 # By the query's verb class, then the tool's plus one (0: none): +1 the same, -1 another, 0 none.
 _CLASSES = range(len(_VERB_CLASSES))
-_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
-EXTRA = 7  # the features `extra` gives: action_verb_asked .. near_duplicates
+VERB_AGREES = np.array([[0.0] + [1.0 if tool == query else -1.0 for tool in _CLASSES] for query in _CLASSES])
 _PREFIX = re.compile(r"^(.+?)(?:__|-|\.|/)(.+)$")
 
 
@@ -73,57 +69,7 @@ def verb_class(terms: Sequence[str]) -> int:
     return -1
 
 
-# The fields of the postings table, in its order: five summed as BM25 (every query term, repeats
-# included, as `LexicalIndex.term_scores`; the whole tool's first: its scores pick the candidates,
-# from the same gather as their sums, `FieldIndex.gather`; the tool's word pairs last, gathered for
-# the query's pairs, `search.wording`), then, each distinct term once, eight counted (each posting
-# 1), the name's terms weighed by their IDF, and the whole tool's terms weighed by their IDF times
-# how few of the tool's server's other tools hold them (`server_specific`).
-_BM25_FIELDS = ("whole", "name", "description", "parameters", "pairs")
-_COUNTED = ("whole", "name", "action", "server", "parameter_names", "verb", "action_verb", "synonyms")
-_WEIGHED = ("name", "server_specific")
-_TABLE = _BM25_FIELDS + _COUNTED + _WEIGHED
-_HELD = slice(len(_BM25_FIELDS), len(_BM25_FIELDS) + len(_COUNTED))
-# `FieldSums.cells`' rows: each counted field's terms held, the two weighed fields', the rarest words'.
-HELD_CELLS = {field: len(_BM25_FIELDS) + i for i, field in enumerate(_COUNTED)}
-NAME_IDF_CELL, SERVER_IDF_CELL, RAREST_CELL = len(_TABLE) - 2, len(_TABLE) - 1, len(_TABLE)
-
-
-@dataclass(frozen=True, slots=True)
-class _Weighed:
-    """A field with the whole tool's postings, each with its own value (a `LexicalIndex`'s layout)."""
-
-    _term_ids: dict[str, int]
-    _starts: np.ndarray
-    _positions: np.ndarray
-    _contributions: np.ndarray
-
-
-class Gathered(NamedTuple):
-    """A query's IDF (its distinct terms'), and every field's sums of every tool (None: no term found)."""
-
-    idf_total: float
-    summed: np.ndarray | None
-    rarest_idf: float = 0.0  # the IDF of the rarest words gathered (`search.wording`), summed
-
-
-class FieldSums(NamedTuple):
-    """One query's sums for its candidates, in their order (a named tuple: cheaper than a dataclass)."""
-
-    cells: np.ndarray  # (table fields x candidates): every field's sum, in the table's order (below)
-    bm25: np.ndarray  # (5 x candidates): BM25 of the whole tool, name, description, parameters, word pairs
-    held: np.ndarray  # (8 x candidates): distinct query terms held by the whole tool, name, action,
-    #                   server prefix, parameter names, first name term, action's first term, and
-    #                   the action's synonyms only (`synonyms`)
-    name_idf: np.ndarray  # the IDF of the distinct query terms the name holds, summed
-    server_idf: np.ndarray  # the same of the whole tool's, each x its server-specificity (`server_specific`)
-    idf_total: float  # the IDF of every distinct query term, summed
-    sizes: np.ndarray  # (4 x candidates): the name's terms, description length, action's and server's terms
-    ids: np.ndarray  # (4 x candidates): the verb class + 1 (0: none), the server's id, the action's,
-    #                  the server's after every action's (`FieldIndex.tool_ids`)
-
-
-class FieldIndex:
+class FieldIndex(FieldTable):
     """BM25 per field of each tool, and what the features need of each tool's name."""
 
     def __init__(self, tools: Sequence[Tool], whole: LexicalIndex) -> None:
@@ -170,9 +116,9 @@ class FieldIndex:
         self.server_sizes = np.array([max(len(t), 1) for t in servers], dtype=np.float64)
         # What the features gather of each candidate, a row a fact: `sums` takes every candidate's
         # column of them in one gather each (`FieldSums`).
-        classes = self.verb_classes + 1  # -1 (none) is column 0 of _AGREES
+        classes = self.verb_classes + 1  # -1 (none) is column 0 of VERB_AGREES
         # The verb class, the server, then the action's id and the server's after every action's:
-        # those two counted among the candidates in one bincount (`fill_servers` with `sums`).
+        # those two counted among the candidates in one bincount (`features.server_features`).
         groups = [self.action_ids, self.server_ids + (int(self.action_ids.max(initial=-1)) + 1)]
         self.tool_ids = np.stack([classes, self.server_ids, *groups]).astype(np.int64)
         self.tool_sizes = np.stack(
@@ -205,7 +151,7 @@ class FieldIndex:
             start = end
         return LexicalIndex(kept)
 
-    def _server_specific(self) -> _Weighed:
+    def _server_specific(self) -> Weighed:
         """The whole tool's postings, each valued 1 - (the share of its server's other tools that
         hold the term too), 0 for a tool alone on its server: a term only this tool of its server
         holds is worth 1, one they all hold 0 (weighed by the term's IDF in `_table`)."""
@@ -218,182 +164,4 @@ class FieldIndex:
         sizes = np.bincount(self.server_ids, minlength=self.server_count)[servers]
         others = np.maximum(sizes - 1, 1)
         values = np.where(sizes > 1, 1.0 - (counts[inverse.ravel()] - 1) / others, 0.0)
-        return _Weighed(whole._term_ids, whole._starts, whole._positions, values)
-
-    def _table(self) -> None:
-        """Every field's postings in one table by term, a query term's slice holding all its fields':
-        the BM25 fields' first (each posting's value its contribution), then the counted fields' (its
-        value 1: summed, the terms held) and the weighed name's (its value the term's IDF)."""
-        ids: dict[str, int] = {}
-        for field in _COUNTED + _BM25_FIELDS:  # the whole tool's terms first: most others are there
-            for term in getattr(self, field)._term_ids:
-                ids.setdefault(term, len(ids))
-        self._term_ids = ids
-        documents = max(self.size, 1)
-        whole_counts = np.zeros(len(ids), dtype=np.int64)
-        counts = np.diff(self.whole._starts)
-        for term_name, i in self.whole._term_ids.items():
-            whole_counts[ids[term_name]] = counts[i]
-        with np.errstate(divide="ignore"):
-            idf = np.log1p(documents / whole_counts)
-        self._idf = np.where(whole_counts > 0, idf, 0.0)  # log(1 + N / df) of the whole tool's terms
-        self._idf_values: list[float] = self._idf.tolist()
-        self._rarest = rarest_postings(self.whole, self._idf, RAREST_CELL * self.size)  # (`gather`)
-        starts, keys, values, terms = self._postings(_TABLE)
-        counted = keys >= len(_BM25_FIELDS) * self.size
-        weighed = keys >= (len(_BM25_FIELDS) + len(_COUNTED)) * self.size
-        specific = keys >= (len(_BM25_FIELDS) + len(_COUNTED) + 1) * self.size  # its own values kept
-        values[weighed] = self._idf[terms[weighed]] * np.where(specific[weighed], values[weighed], 1.0)
-        values[counted & ~weighed] = 1.0
-        bm25_ends = starts[:-1] + np.bincount(terms[~counted], minlength=len(ids))
-        # As ints, for a term's slice cheaply: all its postings, or (a repeat) its BM25 fields' only.
-        self._starts, self._bm25_ends = starts.tolist(), bm25_ends.tolist()
-        # One int64 table, the values' float64 bits as the second row: a query's slices are gathered
-        # in one concatenation and their keys are ready for bincount (no cast), their values a view.
-        self._postings_table = np.stack([keys.astype(np.intp), values.view(np.intp)])
-
-    def _postings(self, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """These fields' postings by term (stable: by field, then position, within a term): the
-        starts of each term's, each posting's key (field x catalog size + position), its value, its
-        term."""
-        terms, keys, values = [], [], []
-        for field, name in enumerate(names):
-            index = getattr(self, name)
-            union = np.fromiter((self._term_ids[t] for t in index._term_ids), np.int64, len(index._term_ids))
-            terms.append(np.repeat(union, np.diff(index._starts)))
-            keys.append(field * self.size + index._positions.astype(np.int64))
-            values.append(index._contributions)
-        term = np.concatenate(terms)
-        order = np.argsort(term, kind="stable")
-        starts = np.concatenate(([0], np.cumsum(np.bincount(term, minlength=len(self._term_ids)))))
-        return starts, np.concatenate(keys)[order], np.concatenate(values)[order], term[order]
-
-    def gather(self, terms: Sequence[str], words: Sequence[str] = ()) -> Gathered:
-        """Every field's sums of every tool for these query terms: one gather and one bincount; with
-        `words` (its English terms, `search.wording`), their pairs' too, and the IDF of its two
-        rarest words held, in a row after the table's (their postings valued their IDF).
-
-        The BM25 fields' postings of every term (repeats too, in the query's order) beside the
-        other fields' of each distinct term (once), keys apart. (Adding into the candidates' slots
-        alone was no faster at 2,000 or 6,000 tools: the mapping costs what the smaller table saves.)"""
-        get, starts, (rarest_starts, rarest_table) = self._term_ids.get, self._starts, self._rarest
-        bm25_ends, table = self._bm25_ends, self._postings_table
-        spans: list[np.ndarray] = []
-        distinct: dict[int, None] = {}  # the terms found, each once, in order
-        for term in [*terms, *word_pairs(words)]:  # a term looked up, then its slice (a repeat's: BM25's)
-            if (t := get(term, -1)) >= 0:
-                spans.append(table[:, starts[t] : (bm25_ends[t] if t in distinct else starts[t + 1])])
-                distinct[t] = None
-        idf_total, rarest = sum([self._idf_values[t] for t in distinct]), rarest_words(self, words)
-        spans += [rarest_table[:, rarest_starts[t] : rarest_starts[t + 1]] for t in rarest]
-        if not spans:
-            return Gathered(idf_total, None)
-        postings = spans[0] if len(spans) == 1 else np.concatenate(spans, axis=1)
-        summed = np.bincount(postings[0], postings[1].view(np.float64), (len(_TABLE) + 1) * self.size)
-        return Gathered(idf_total, summed, sum([self._idf_values[t] for t in rarest]))
-
-    def scores(self, gathered: Gathered) -> tuple[np.ndarray, np.ndarray]:
-        """The whole tool's BM25 of every tool and which tools hold any term: `whole.scores`'
-        values (its postings added in the same order), read off the gather the sums come from."""
-        summed, size = gathered.summed, self.size
-        if summed is None:
-            return np.zeros(size), np.zeros(size, dtype=bool)
-        held = len(_BM25_FIELDS) * size  # the whole tool's terms held: its first counted field
-        return summed[:size], summed[held : held + size] > 0
-
-    def sums(
-        self, terms: Sequence[str], candidates: np.ndarray, gathered: Gathered | None = None
-    ) -> FieldSums:
-        """BM25 and terms held per field, for these candidates (distinct positions, any order),
-        picked by key from `gather(terms)` (given, or made here)."""
-        n = len(candidates)
-        idf_total, summed, _ = self.gather(terms) if gathered is None else gathered
-        # The candidates' facts and sums, each a column taken from a row a field (the arrays' own
-        # `take`: no keys to compute per query), gathered once for every feature that reads them.
-        sizes, ids = self.tool_sizes.take(candidates, axis=1), self.tool_ids.take(candidates, axis=1)
-        if summed is None or not n:
-            cells = np.zeros((len(_TABLE) + 1, n))
-        else:  # (fields and the rarest words' row x candidates)
-            cells = summed.reshape(len(_TABLE) + 1, self.size).take(candidates, axis=1)
-        bm25, name_idf, server_idf = cells[: len(_BM25_FIELDS)], cells[NAME_IDF_CELL], cells[SERVER_IDF_CELL]
-        return FieldSums(cells, bm25, cells[_HELD], name_idf, server_idf, idf_total, sizes, ids)
-
-    def extra(
-        self, terms: Sequence[str], candidates: np.ndarray, sums: FieldSums | None = None
-    ) -> list[np.ndarray]:
-        """The features after `bm25_when_words_hit`, for these candidates only."""
-        rows = np.zeros((EXTRA, len(candidates)))
-        self.fill_extra(rows, terms, candidates, self.sums(terms, candidates) if sums is None else sums)
-        return list(rows)
-
-    def fill_extra(
-        self,
-        rows: np.ndarray,
-        terms: Sequence[str],
-        candidates: np.ndarray,
-        sums: FieldSums,
-        verb_asked: np.ndarray | None = None,
-        distinct: list[str] | None = None,
-        shares: bool = True,
-    ) -> None:
-        """`extra` written into `rows` (zeros, EXTRA x candidates); `verb_asked` too, if given.
-        `distinct`: the query's distinct terms, when the caller has them already. `shares` False:
-        rows 0, 3 and 4 (and `verb_asked`) are left to the caller (`rerank.features` writes them
-        with its other shares, in one division), and row 6 too (`fill_servers` with `sums`)."""
-        ids, sizes = sums.ids, sums.sizes  # indexed, not unpacked: unpacking an array iterates it
-        held = sums.held  # the whole tool, name, action, server prefix, parameter names, the two verbs
-        if shares:
-            rows[0] = held[6]  # 1 when the action's first term is one of the query's, else 0
-            if verb_asked is not None:
-                verb_asked[:] = held[5]
-            count = len(dict.fromkeys(terms) if distinct is None else distinct)
-            np.divide(held[4], max(count, 1), out=rows[3])
-            np.divide(sums.name_idf, sums.idf_total or 1.0, out=rows[4])
-        query_class = verb_class(terms)  # the first term of a class: the same among the distinct
-        if query_class >= 0:  # +1 the tool's class, -1 another, 0 when either has none
-            rows[1] = _AGREES[query_class][ids[0]]
-        np.divide(held[3], sizes[3], out=rows[2])
-        # A phrase needs every action term held: only those few candidates are compared as text.
-        text = " " + " ".join(terms) + " "
-        phrases = self.action_phrases
-        for i in (held[2] >= sizes[2]).nonzero()[0].tolist():  # the action's terms
-            rows[5, i] = phrases[candidates[i]] in text
-        if shares:
-            np.log(np.bincount(ids[2])[ids[2]], out=rows[6])
-
-    def servers(self, candidates: np.ndarray, bm25: np.ndarray, cosine: np.ndarray) -> list[np.ndarray]:
-        """The features of each candidate's server among the candidates (`server_candidates` on)."""
-        rows = np.zeros((4, len(candidates)))
-        self.fill_servers(rows, candidates, bm25, cosine)
-        return list(rows)
-
-    def fill_servers(
-        self,
-        rows: np.ndarray,
-        candidates: np.ndarray,
-        bm25: np.ndarray,
-        cosine: np.ndarray | None,
-        sums: FieldSums | None = None,
-    ) -> None:
-        """`servers` written into `rows` (zeros, 4 x candidates); no cosine: its row stays 0.
-
-        With `sums` (the candidates'), `rows` starts a row earlier (5 x candidates): `extra`'s last,
-        near_duplicates (left by `fill_extra` with `shares` False), counted with the servers' own
-        in one bincount, and the candidates' servers read from `sums`."""
-        count = self.server_count
-        if sums is None:
-            server = self.server_ids[candidates]
-            np.log(np.bincount(server, minlength=count)[server], out=rows[0])
-        else:
-            server, groups = sums.ids[1], sums.ids[2:]  # groups: the actions', the servers'
-            np.log(np.bincount(groups.ravel())[groups], out=rows[:2])
-            rows = rows[1:]
-        best = np.zeros(count)
-        np.maximum.at(best, server, bm25)
-        rows[1] = best[server]
-        total = max(float(np.add.reduce(bm25)), 1e-9)  # bm25.sum(), without its Python wrapper
-        np.divide(np.bincount(server, bm25, count)[server], total, out=rows[2])
-        if cosine is not None:
-            best_cosine = np.full(count, -np.inf)
-            np.maximum.at(best_cosine, server, cosine)
-            rows[3] = best_cosine[server] - cosine.max()
+        return Weighed(whole._term_ids, whole._starts, whole._positions, values)

@@ -1,15 +1,15 @@
-"""Which of the query's words matter, and their order: two of the ranker's features (`search.rerank`).
+"""Which of the query's words matter, and their order: two of the ranker's features (`search.features`).
 
 - `word_pairs`: the query's words side by side, as the tool has them. Each tool's adjacent term
   pairs (of its name, and of its description) are the terms of one more BM25 field of the fields'
-  postings table (`pair_index`, in `search.fields`), without length normalisation (b = 0: a pair is
+  postings table (`pair_index`: `FieldIndex.pairs`), without length normalisation (b = 0: a pair is
   rare enough that a long description should not be discounted for holding it); a query's pairs are
   gathered with its terms and summed for its candidates only, scaled by the best candidate's.
 - `rarest_terms_held`: the share of the IDF of the query's two rarest words (the two with the most
   IDF among those the catalog knows) that the tool's whole text holds: whether it holds what sets
   the query apart ("monthly" in "list my monthly transactions"), not only its common words. The
   two (`rarest_words`) are gathered with the query's terms: each tool's whole-text postings valued
-  their IDF, summed in a row after the fields' (`FieldIndex.gather`), then divided by their IDF.
+  their IDF, summed in a row after the fields' (`FieldTable.gather`), then divided by their IDF.
 
 Both read the query's words stemmed the English way only (`query_words`): `tokenize_query` adds a
 Lithuanian stem after most words, whose pairs would not be the query's own pairs, and whose rare
@@ -31,7 +31,7 @@ from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.text import tokenize
 
 if TYPE_CHECKING:
-    from toolsearch.search.fields import FieldIndex
+    from toolsearch.search.field_table import FieldTable
 
 __all__ = ["RAREST", "pair_index", "query_words", "rarest_words", "word_pairs"]
 
@@ -61,15 +61,15 @@ def pair_index(tools: Sequence[Tool]) -> LexicalIndex:
 
 def rarest_postings(whole: LexicalIndex, idf: np.ndarray, offset: int) -> tuple[list[int], np.ndarray]:
     """The whole tool's postings, by term (the fields' table's first ids are the whole tool's):
-    their starts, and a (2 x postings) table like the fields' (`FieldIndex.gather`), each key
+    their starts, and a (2 x postings) table like the fields' (`FieldTable.gather`), each key
     `offset` + its position, each value its term's IDF (as int64 bits)."""
     values = np.repeat(idf[: len(whole._term_ids)], np.diff(whole._starts))
     keys = offset + whole._positions.astype(np.intp)
     return whole._starts.tolist(), np.stack([keys, values.view(np.intp)])
 
 
-def rarest_words(fields: FieldIndex, words: Sequence[str]) -> list[int]:
-    """The ids (the fields' table's, `FieldIndex.gather`) of the query's `RAREST` words of most
+def rarest_words(fields: FieldTable, words: Sequence[str]) -> list[int]:
+    """The ids (the fields' table's, `FieldTable.gather`) of the query's `RAREST` words of most
     IDF, of those above 0 (ties: the first asked), best first: picked in one pass, no sort."""
     get, idf_values = fields._term_ids.get, fields._idf_values
     first, second, first_idf, second_idf = -1, -1, 0.0, 0.0  # an IDF of 0 or less is never kept
