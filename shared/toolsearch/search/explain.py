@@ -20,8 +20,7 @@ from toolsearch.search.documents import name_words, schema_text
 from toolsearch.search.hybrid import CANDIDATES, HybridIndex, fuse
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.rerank import FEATURES, TERMS_HELD, RankedIndex, features, order
-from toolsearch.search.text import tokenize, tokenize_query
-from toolsearch.search.wording import query_words
+from toolsearch.search.text import tokenize, tokenize_query, tokenize_query_words
 from toolsearch.service.tooldefs import DEFAULT_LIMIT, MAX_LIMIT
 
 __all__ = ["SHORT_DESCRIPTION_WORDS", "explain", "field_terms", "ranking"]
@@ -211,7 +210,7 @@ def _ranker_with(
         row = found.matrix[where[0]]
     else:  # not a candidate: its features as if it were one, beside the real candidates
         with_it = np.array(sorted({*found.positions.tolist(), position}), dtype=np.int64)
-        terms, words = tokenize_query(query), query_words(query)
+        terms, words = tokenize_query_words(query)
         scores, _ = index.lexical.scores(terms)
         matrix = features(
             index.fields, scores, terms, with_it, found.lexical_top, cosines, found.semantic_top, words=words

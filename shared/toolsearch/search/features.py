@@ -19,7 +19,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from toolsearch.search.field_table import HELD_CELLS, NAME_IDF_CELL, SERVER_IDF_CELL, FieldSums, Gathered
+from toolsearch.search.field_table import (
+    HELD_CELLS,
+    NAME_IDF_CELL,
+    RAREST_CELL,
+    SERVER_IDF_CELL,
+    FieldSums,
+    Gathered,
+)
 from toolsearch.search.fields import VERB_AGREES, FieldIndex, verb_class
 
 __all__ = ["FEATURES", "TERMS_HELD", "features", "server_features"]
@@ -157,7 +164,7 @@ def features(
     # when that is not above 0), in one division; the word pairs' apart (a query has none mostly).
     # The whole tool's is the table's own when it came from the same gather, else `whole_scores`'
     # (the fields' whole tool need not be that index).
-    bm25s = sums.bm25[:4]
+    bm25s, pairs = sums.bm25[:-1], sums.bm25[-1]  # the word pairs' field is the table's last BM25 one
     if gathered is None:
         bm25s[0] = whole_scores[candidates]
     best = np.maximum.reduce(bm25s, axis=1, keepdims=True)
@@ -165,8 +172,8 @@ def features(
         np.divide(bm25s, best, out=rows[_BM25S])
     else:
         np.divide(bm25s, best, out=rows[_BM25S], where=best > 0)
-    if (best_pairs := float(np.maximum.reduce(sums.bm25[4]))) > 0:
-        np.divide(sums.bm25[4], best_pairs, out=rows[_WORD_PAIRS])
+    if (best_pairs := float(np.maximum.reduce(pairs))) > 0:
+        np.divide(pairs, best_pairs, out=rows[_WORD_PAIRS])
     bm25 = rows[_BM25]
     # The sums divided by a number of the query's (its distinct terms, its terms' IDF; 1: as they
     # are) in one gather, two divisions and one write, instead of a call each.
@@ -195,7 +202,7 @@ def features(
     if cosine is not None:
         np.multiply(rows[_COSINE_GAP], 1.0 - confidence, out=rows[_GAP_MISS])
     if found.rarest_idf:  # rarest_terms_held: the IDF of the two rarest words held, / theirs
-        np.divide(sums.cells[-1], found.rarest_idf, out=rows[_RAREST])  # its row, the last
+        np.divide(sums.cells[RAREST_CELL], found.rarest_idf, out=rows[_RAREST])
     return matrix
 
 

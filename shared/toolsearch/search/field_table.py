@@ -18,7 +18,16 @@ import numpy as np
 from toolsearch.search.lexical import LexicalIndex
 from toolsearch.search.wording import rarest_postings, rarest_words, word_pairs
 
-__all__ = ["HELD_CELLS", "NAME_IDF_CELL", "SERVER_IDF_CELL", "FieldSums", "FieldTable", "Gathered", "Weighed"]
+__all__ = [
+    "HELD_CELLS",
+    "NAME_IDF_CELL",
+    "RAREST_CELL",
+    "SERVER_IDF_CELL",
+    "FieldSums",
+    "FieldTable",
+    "Gathered",
+    "Weighed",
+]
 
 # The fields of the postings table, in its order: five summed as BM25 (every query term, repeats
 # included, as `LexicalIndex.term_scores`; the whole tool's first: its scores pick the candidates,
