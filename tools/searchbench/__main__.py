@@ -9,6 +9,7 @@ python -m tools.searchbench train-ranker --source-model msc-bench=DIR ...  # cro
 python -m tools.searchbench weak --split dev  # how often the weak-match signal fires, and wrongly
 python -m tools.searchbench loso            # the ranker trained on all dev, and leave-one-source-out
 python -m tools.searchbench loso --ranks A.jsonl; ... loso --against A.jsonl  # which requests moved
+python -m tools.searchbench phrasings --split dev --queries A.jsonl --queries B.jsonl  # query sets compared
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def _merge_queries(args: argparse.Namespace) -> int:
     if not args.queries:
         print("merge-queries needs --queries PATH (JSON lines: source, key, queries)", file=sys.stderr)
         return 2
-    return merge_model_queries(Path(args.data), Path(args.queries))
+    for path in args.queries:
+        merge_model_queries(Path(args.data), Path(path))
+    return 0
 
 
 def _train_ranker(args: argparse.Namespace) -> int:
@@ -126,6 +129,21 @@ def _loso(args: argparse.Namespace) -> int:
     return 0
 
 
+def _phrasings(args: argparse.Namespace) -> int:
+    from toolsearch.search.embedder import load_configured_embedder
+
+    from . import phrasings
+
+    if not args.queries:
+        print("phrasings needs --queries PATH (JSON lines: source, key, queries) per set", file=sys.stderr)
+        return 2
+    sources = load_sources(args.split, Path(args.data))
+    embedder = load_configured_embedder(args.embedder, args.model_dir)
+    sets = {Path(path).stem: phrasings.read_query_set(Path(path)) for path in args.queries}
+    print(phrasings.render(phrasings.search_sets(sources, sets, embedder)))
+    return 0
+
+
 def _weak(args: argparse.Namespace) -> int:
     from toolsearch.search.embedder import load_configured_embedder
     from toolsearch.search.weak import WEAK_COSINE, WEAK_WORDS
@@ -146,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "command",
         nargs="?",
         default="run",
-        choices=("run", "build", "train-ranker", "weak", "merge-queries", "loso"),
+        choices=("run", "build", "train-ranker", "weak", "merge-queries", "loso", "phrasings"),
     )
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
@@ -164,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         help="train-ranker: this source's cosines from this model (cross-fitting; repeatable)",
     )
     parser.add_argument(
-        "--queries", metavar="PATH", help="merge-queries: a model's first queries, JSON lines"
+        "--queries",
+        metavar="PATH",
+        action="append",
+        help="merge-queries, phrasings: a model's first queries, JSON lines (phrasings: repeat to compare)",
     )
     parser.add_argument("--ranks", metavar="PATH", help="loso: write each request's best ranks")
     parser.add_argument("--against", metavar="PATH", help="loso: the requests moved since that --ranks file")
@@ -176,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         "weak": _weak,
         "merge-queries": _merge_queries,
         "loso": _loso,
+        "phrasings": _phrasings,
     }
     return commands[args.command](args)
 
