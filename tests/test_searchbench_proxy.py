@@ -3,7 +3,8 @@
 One tiny source, served once: the official SDK's server lists its catalog, `toolsearch serve`
 runs in front, the SDK's client asks. One tool's input schema is nested past the proxy's bound,
 so the proxy drops it at listing: the request that needs it must show up as differing, with the
-rule that dropped it, while the other request ranks the same on both sides.
+rule that dropped it, and so must the request past the proxy's 500 characters, with its cut; the
+request that neither touches ranks the same on both sides.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import pytest
 
 from tools.searchbench.benchset import Request, Source
 from tools.searchbench.proxy_report import render
-from tools.searchbench.through_proxy import compare_source, search_arguments
+from tools.searchbench.through_proxy import MAX_QUERY_CHARS, InProcess, compare_source, search_arguments
 from toolsearch.search.embedder import load_configured_embedder
+from toolsearch.search.embedding import VectorCache
+from toolsearch.service.finding import cut_query
 from toolsearch.validation.nesting import MAX_DEPTH
 
 
@@ -50,12 +53,21 @@ ARCHIVE = Request(
     (("records-archive_records",),),
     ("archive old ledger records", "send an email"),
 )
-SOURCE = Source("tiny", "dev", "MIT", "made up here", "this test", TOOLS, [FORECAST, ARCHIVE])
+# Past the proxy's 500 characters, with the task's words at the end: the proxy searches the start only.
+LONG = Request(
+    "long",
+    "I plan my week and keep lists of what to do, who to see and what to bring. " * 8
+    + "Now send an email to the team.",
+    (("mail-send_email",),),
+    ("send an email",),
+)
+EMBEDDER = load_configured_embedder("auto", "")  # the bundled model, as the proxy loads it
+SOURCE = Source("tiny", "dev", "MIT", "made up here", "this test", TOOLS, [FORECAST, ARCHIVE, LONG])
 
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    return compare_source(SOURCE, load_configured_embedder("auto", ""), tmp_path_factory.mktemp("proxy"))
+    return compare_source(SOURCE, EMBEDDER, tmp_path_factory.mktemp("proxy"))
 
 
 def test_search_arguments_are_a_query_or_queries_as_a_client_sends_them():
@@ -65,7 +77,7 @@ def test_search_arguments_are_a_query_or_queries_as_a_client_sends_them():
 
 def test_ranks_through_the_proxy_equal_the_in_process_ones(compared):
     rows = {(row.key, row.phrasing): row for row in compared.rows}
-    assert set(rows) == {(k, p) for k in ("forecast", "archive") for p in ("raw", "model")}
+    assert set(rows) == {(k, p) for k in ("forecast", "archive", "long") for p in ("raw", "model")}
     for phrasing in ("raw", "model"):
         row = rows[("forecast", phrasing)]
         assert (row.in_process, row.through_proxy) == (1, 1)
@@ -80,6 +92,19 @@ def test_a_tool_dropped_at_listing_shows_up_as_a_differing_request_with_its_rule
         assert row.in_process == 1 and row.through_proxy is None and row.differs
         assert "records-archive_records" in row.cause and f"nested more than {MAX_DEPTH}" in row.cause
         assert not row.cause.startswith("unexplained")
+
+
+def test_a_long_query_is_read_as_cut_and_ranks_as_its_start_does_in_process(compared):
+    assert len(LONG.text) > MAX_QUERY_CHARS
+    row = next(r for r in compared.rows if (r.key, r.phrasing) == ("long", "raw"))
+    assert row.cut and not any(r.cut for r in compared.rows if r is not row)
+    # The proxy's catalog lacks the dropped tool: in process over what it kept, on the text's start.
+    kept = InProcess([t for t in TOOLS if t["name"] != "records-archive_records"], EMBEDDER, VectorCache())
+    assert row.through_proxy == kept.rank(LONG, [cut_query(LONG.text, MAX_QUERY_CHARS)])
+    # Whole, the text ends on the task's words; cut, it does not: the ranks differ, for that cause.
+    assert row.in_process == 1 and row.through_proxy != 1
+    assert f"query cut at {MAX_QUERY_CHARS} characters (was {len(LONG.text)})" in row.cause
+    assert not row.cause.startswith("unexplained")
 
 
 def test_neither_the_report_nor_the_proxy_log_holds_a_request_or_query(compared):

@@ -142,11 +142,9 @@ class InProcess:
         return first_rank(request, best_ranks(lists))
 
     def exact_name(self, query: str) -> str | None:
-        """The tool a query names exactly (or as `select:name`), which search_tools puts first."""
-        wanted = query.strip()
-        wanted = (
-            wanted.removeprefix(EXACT_NAME_PREFIX).strip() if wanted.startswith(EXACT_NAME_PREFIX) else wanted
-        )
+        """The tool a query names exactly (or as `select:name`), which search_tools puts first
+        (`finding._exact_name_first`)."""
+        wanted = query.strip().removeprefix(EXACT_NAME_PREFIX).strip()
         return wanted if self.catalog.get(wanted) is not None else None
 
 
