@@ -10,6 +10,7 @@ python -m tools.searchbench weak --split dev  # how often the weak-match signal 
 python -m tools.searchbench loso            # the ranker trained on all dev, and leave-one-source-out
 python -m tools.searchbench loso --ranks A.jsonl; ... loso --against A.jsonl  # which requests moved
 python -m tools.searchbench phrasings --split dev --queries A.jsonl --queries B.jsonl  # query sets compared
+python -m tools.searchbench proxy --split dev  # through a real upstream and the proxy, beside in process
 """
 
 from __future__ import annotations
@@ -158,13 +159,39 @@ def _weak(args: argparse.Namespace) -> int:
     return 0
 
 
+def _proxy(args: argparse.Namespace) -> int:
+    import time
+
+    from toolsearch.search.embedder import load_configured_embedder
+
+    from . import proxy_report, through_proxy
+
+    if args.split == "all":
+        print("proxy: name the split (--split dev)", file=sys.stderr)
+        return 2
+    sources = load_sources(args.split, Path(args.data))
+    if args.source:
+        sources = [s for s in sources if s.name in args.source]
+    if not sources:
+        print(f"no sources in {args.data} for split {args.split}", file=sys.stderr)
+        return 1
+    # The proxy runs on default settings (the bundled model); so does the in-process side.
+    embedder = load_configured_embedder("auto", "")
+    started = time.perf_counter()
+    runs = through_proxy.run(sources, embedder)
+    print(proxy_report.render(runs))
+    asking = sum(r.seconds for r in runs)
+    print(f"\nrun time {time.perf_counter() - started:.0f} s ({asking:.0f} s asking the proxy)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.searchbench", description=__doc__.split("\n")[0])
     parser.add_argument(
         "command",
         nargs="?",
         default="run",
-        choices=("run", "build", "train-ranker", "weak", "merge-queries", "loso", "phrasings"),
+        choices=("run", "build", "train-ranker", "weak", "merge-queries", "loso", "phrasings", "proxy"),
     )
     parser.add_argument("--split", default="all", choices=("dev", "test", "all"))
     parser.add_argument("--source", action="append", help="only this source (repeatable)")
@@ -198,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         "merge-queries": _merge_queries,
         "loso": _loso,
         "phrasings": _phrasings,
+        "proxy": _proxy,
     }
     return commands[args.command](args)
 

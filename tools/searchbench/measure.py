@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rank_bm25 import BM25Okapi
@@ -19,7 +19,7 @@ from rank_bm25 import BM25Okapi
 from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Hit, SearchIndex
 
-from .benchset import Source
+from .benchset import Request, Source
 
 KS = (1, 3, 5)
 DEPTH = 10
@@ -63,6 +63,20 @@ class Figures:
     ms_per_query: float
 
 
+def best_ranks(lists: Iterable[Sequence[str]]) -> dict[str, int]:
+    """Each tool's best rank (from 1) in any of one search's result lists, given by tool name."""
+    best: dict[str, int] = {}
+    for names in lists:
+        for rank, name in enumerate(names, start=1):
+            best[name] = min(rank, best.get(name, rank))
+    return best
+
+
+def first_rank(request: Request, best: Mapping[str, int]) -> int | None:
+    """The request's rank: the best rank of any tool it needs, None when none is in the lists."""
+    return min((best[name] for name in request.tools if name in best), default=None)
+
+
 def measure(
     source: Source, catalog: Catalog, index: SearchIndex, search: str, phrasing: str
 ) -> Figures | None:
@@ -75,14 +89,10 @@ def measure(
     reciprocal = coverage = 0.0
     started = time.perf_counter()
     for request in asked:
-        best: dict[str, int] = {}
-        for hits in index.search(list(request.asked(phrasing)), DEPTH):
-            for rank, hit in enumerate(hits, start=1):
-                name = catalog.tools[hit.position].name
-                best[name] = min(rank, best.get(name, rank))
+        found_lists = index.search(list(request.asked(phrasing)), DEPTH)
+        best = best_ranks([[catalog.tools[hit.position].name for hit in hits] for hits in found_lists])
         needed = request.tools
-        ranks = sorted(best[name] for name in needed if name in best)
-        first = ranks[0] if ranks else None
+        first = first_rank(request, best)
         for k in KS:
             found[k] += first is not None and first <= k
         reciprocal += 1.0 / first if first else 0.0
