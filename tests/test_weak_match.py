@@ -64,6 +64,19 @@ async def test_each_query_of_several_is_judged_on_its_own(entry):
     assert "match" not in data and "note" not in data
 
 
+async def test_a_long_message_is_not_called_weak_for_its_small_share_of_words_held(entry):
+    # A user's message passed on whole: the tool for it holds a few of its many words.
+    message = (
+        "so yesterday was a mess, the kids were loud, dinner burned, my boss called twice and honestly"
+        " I just want to know whether it will rain tomorrow morning before school"
+    )
+    data = await search(entry, query=message)
+
+    assert "match" not in data and "note" not in data
+    if getattr(entry.index, "semantic", None) is not None:  # the model finds it among the first
+        assert any(tool["name"].startswith("owm.forecast") for tool in data["tools"][:3])
+
+
 async def test_a_cut_query_keeps_both_notes(entry):
     data = await search(entry, query=NOT_HERE + " " + "sourdough " * 60)
 
@@ -80,6 +93,8 @@ async def test_a_cut_query_keeps_both_notes(entry):
         (Strength(0.0, 0.41), False),  # close in meaning
         (Strength(0.0, None), True),  # BM25 alone, nothing shares a word
         (Strength(0.1, None), False),  # BM25 alone: a shared word, nothing to confirm it is weak
+        (Strength(0.1, 0.1, terms=12), True),
+        (Strength(0.1, 0.1, terms=13), False),  # a whole message: one tool does a part of it
     ],
 )
 def test_the_rule(found, weak):

@@ -18,7 +18,7 @@ from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder
 from toolsearch.search.embedding import VectorCache
 from toolsearch.search.index import make_indexer
-from toolsearch.search.weak import Strength, is_weak, strength
+from toolsearch.search.weak import WEAK_MAX_TERMS, Strength, is_weak, strength
 from toolsearch.service.tooldefs import DEFAULT_LIMIT
 
 from .benchset import Source
@@ -78,8 +78,8 @@ def rates(
 
 def render(observations: Sequence[Observation], words: float, cosine: float) -> str:
     lines = [
-        f"weak-match signal: the best result holds under {words:.0%} of the query's terms,"
-        f" its best cosine is under {cosine:.2f}",
+        f"weak-match signal: a query of at most {WEAK_MAX_TERMS} terms, its best result holds under"
+        f" {words:.0%} of them, its best cosine is under {cosine:.2f}",
         f"{'split':<5} {'asked':<5} {'fires, tools removed':>22} {'fires wrongly, tool in top 5':>30}",
     ]
     table = rates(observations, words, cosine)
