@@ -41,7 +41,7 @@ WEAK_MAX_TERMS = 12  # models write 5 at the median, 7 at the 90th percentile; a
 class Strength:
     words_held: float  # the best result's share of the query's distinct search terms (0: none shares one)
     best_cosine: float | None  # the query's highest cosine with any tool; None: BM25 alone, or not needed
-    terms: int = 1  # the query's distinct search terms
+    terms: int = 0  # the query's distinct search terms; 0: not counted (its share was enough)
 
     @property
     def shares_word(self) -> bool:
@@ -58,13 +58,18 @@ def strength(index: SearchIndex, query: str, positions: Sequence[int], *, cosine
         return Strength(1.0, None)
     recall = getattr(index, "recall", None)
     facts = recall(query) if callable(recall) else None  # what searching it found: the same values
-    terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
     held = facts.words_held(positions) if facts is not None and facts.terms else None
-    if held is None:  # the recalled share needs no count over the catalog
+    terms = None
+    if held is None:  # the terms made distinct only here: the recalled share needs none
+        terms = list(dict.fromkeys(facts.terms if facts is not None else tokenize_query(query)))
         held = lexical.term_matches(terms)[list(positions)].max() / len(terms) if terms and positions else 0.0
+    if not (cosine or held < WEAK_WORDS):
+        return Strength(float(held), None)  # words enough: not weak, whatever the meaning
+    if terms is None:
+        terms = list(dict.fromkeys(facts.terms if facts is not None else ()))
     best = None
     semantic, embedder = getattr(index, "semantic", None), getattr(index, "embedder", None)
-    if (cosine or held < WEAK_WORDS) and isinstance(semantic, EmbeddingIndex) and embedder is not None:
+    if isinstance(semantic, EmbeddingIndex) and embedder is not None:
         if facts is not None and facts.best_cosine is not None:
             best = facts.best_cosine
         else:
