@@ -92,16 +92,21 @@ def _search_tools(max_query_chars: int) -> dict[str, Any]:
             "properties": {
                 "query": {
                     **query,
-                    "description": "What you want to do, in your own words, in any language; a few words"
-                    f" do best (past {max_query_chars} characters, only the first {max_query_chars} are"
-                    " searched).",
+                    # Naming the service the user names, and keeping their words, was chosen on the public
+                    # benchmark's dev requests (tools/searchbench/README.md, "What the query's description
+                    # makes a model write").
+                    "description": "What you want to do, in any language: the action and what it acts on,"
+                    " keeping the user's own key words and the app, service or product they name, if any"
+                    " (say, 'github create issue' or 'weather forecast for a city'); a few words do best"
+                    f" (past {max_query_chars} characters, only the first {max_query_chars} are searched).",
                 },
                 "queries": {
                     "type": "array",
                     "items": query,
                     "minItems": 1,
                     "maxItems": MAX_QUERIES,
-                    "description": f"Instead of query, 1 to {MAX_QUERIES} needs, each with its own results.",
+                    "description": f"Instead of query, 1 to {MAX_QUERIES} needs, each written as query says,"
+                    " each with its own results.",
                 },
                 "limit": {
                     "type": "integer",
