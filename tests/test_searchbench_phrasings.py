@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tools.searchbench.benchset import Request, Source
-from tools.searchbench.phrasings import moves, read_query_set, recall, render, search_sets
+from tools.searchbench.benchset import Request, Source, read_queries
+from tools.searchbench.phrasings import moves, recall, render, search_sets
 
 TOOLS = [
     {"name": "calendar-create_event", "description": "Creates a calendar event."},
@@ -53,7 +53,7 @@ def test_each_set_is_searched_and_the_requests_that_moved_are_counted(tmp_path):
             {"source": "made", "key": "3", "queries": ["weather forecast", " ", "a", "b", "c", "d", "e"]},
         ],
     )
-    sets = {str(path): read_query_set(path) for path in (vague, named)}
+    sets = {str(path): read_queries(path) for path in (vague, named)}
     assert sets[str(named)][("made", "3")] == ("weather forecast", "a", "b", "c", "d")  # five, blanks dropped
 
     before, after = search_sets([SOURCE], sets, embedder=None)

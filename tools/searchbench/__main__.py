@@ -24,7 +24,7 @@ from pathlib import Path
 
 from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion
 
-from .benchset import DATA, load_sources
+from .benchset import DATA, Source, load_sources, read_queries
 from .run import evaluate, render, to_json, with_pools
 
 
@@ -37,12 +37,16 @@ def _commit() -> str:
         return "unknown"
 
 
+def _chosen_sources(args: argparse.Namespace) -> list[Source]:
+    """The split's sources, only those `--source` names when it is given."""
+    sources = load_sources(args.split, Path(args.data))
+    return [s for s in sources if s.name in args.source] if args.source else sources
+
+
 def _run(args: argparse.Namespace) -> int:
     from toolsearch.search.embedder import load_configured_embedder
 
-    sources = load_sources(args.split, Path(args.data))
-    if args.source:
-        sources = [s for s in sources if s.name in args.source]
+    sources = _chosen_sources(args)
     if not sources:
         print(f"no sources in {args.data} for split {args.split}", file=sys.stderr)
         return 1
@@ -140,7 +144,7 @@ def _phrasings(args: argparse.Namespace) -> int:
         return 2
     sources = load_sources(args.split, Path(args.data))
     embedder = load_configured_embedder(args.embedder, args.model_dir)
-    sets = {Path(path).stem: phrasings.read_query_set(Path(path)) for path in args.queries}
+    sets = {Path(path).stem: read_queries(Path(path)) for path in args.queries}
     print(phrasings.render(phrasings.search_sets(sources, sets, embedder)))
     return 0
 
@@ -151,9 +155,7 @@ def _weak(args: argparse.Namespace) -> int:
 
     from . import weak
 
-    sources = load_sources(args.split, Path(args.data))
-    if args.source:
-        sources = [s for s in sources if s.name in args.source]
+    sources = _chosen_sources(args)
     embedder = load_configured_embedder(args.embedder, args.model_dir)
     print(weak.render(weak.observe(sources, embedder, args.ranker), WEAK_WORDS, WEAK_COSINE))
     return 0
@@ -169,9 +171,7 @@ def _proxy(args: argparse.Namespace) -> int:
     if args.split == "all":
         print("proxy: name the split (--split dev)", file=sys.stderr)
         return 2
-    sources = load_sources(args.split, Path(args.data))
-    if args.source:
-        sources = [s for s in sources if s.name in args.source]
+    sources = _chosen_sources(args)
     if not sources:
         print(f"no sources in {args.data} for split {args.split}", file=sys.stderr)
         return 1

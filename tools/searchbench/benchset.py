@@ -92,3 +92,17 @@ def read_sources(path: Path) -> list[Source]:
 def load_sources(split: str = "all", data: Path = DATA) -> list[Source]:
     sources = [source for path in sorted(data.glob("*.json")) for source in read_sources(path)]
     return [s for s in sources if split in ("all", s.split)]
+
+
+def read_queries(path: Path) -> dict[tuple[str, str], tuple[str, ...]]:
+    """A model's first queries (JSON lines: source, key, queries) by (source, key); blank ones
+    dropped, at most five a request, as search_tools takes."""
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        queries = tuple(q.strip() for q in item.get("queries") or () if isinstance(q, str) and q.strip())
+        if queries:
+            out[(str(item["source"]), str(item["key"]))] = queries[:5]
+    return out

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .benchset import read_queries
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
 LOCK = HERE / "sources.lock"
@@ -722,13 +724,8 @@ def merge_model_queries(data: Path, path: Path) -> int:
     phrasing is skipped, not failed).
     """
     given: dict[str, dict[str, list[str]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        item = json.loads(line)
-        queries = [q.strip() for q in item.get("queries") or [] if isinstance(q, str) and q.strip()]
-        if queries:
-            given.setdefault(str(item["source"]), {})[str(item["key"])] = queries[:5]
+    for (source, key), queries in read_queries(path).items():
+        given.setdefault(source, {})[key] = list(queries)
     for source, by_key in sorted(given.items()):
         file = data / f"{source}.json"
         if not file.exists():

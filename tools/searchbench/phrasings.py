@@ -11,10 +11,8 @@ top 1 and top 5 (a request counts where both sets hold it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder, SearchIndex
@@ -22,7 +20,7 @@ from toolsearch.search.embedding import VectorCache
 from toolsearch.search.hybrid import Fusion
 
 from .benchset import Source
-from .measure import DEPTH
+from .measure import DEPTH, best_ranks, first_rank
 from .run import indexes
 
 # (source, request key) -> that request's best rank of a needed tool; 0: not in the top DEPTH.
@@ -31,34 +29,18 @@ Ranks = dict[tuple[str, str], int]
 SEARCHES = ("ours", "bm25-floor")
 
 
-def read_query_set(path: Path) -> dict[tuple[str, str], tuple[str, ...]]:
-    """One file's queries by (source, key); at most five a request, as search_tools takes."""
-    out: dict[tuple[str, str], tuple[str, ...]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        item = json.loads(line)
-        queries = tuple(q.strip() for q in item.get("queries") or () if isinstance(q, str) and q.strip())
-        if queries:
-            out[(str(item["source"]), str(item["key"]))] = queries[:5]
-    return out
-
-
-def best_ranks(
+def request_ranks(
     source: Source, catalog: Catalog, index: SearchIndex, asked: Mapping[str, Sequence[str]]
 ) -> Ranks:
-    """Each asked request's best rank of a needed tool over its queries' result lists."""
+    """Each asked request's best rank of a needed tool over its queries' result lists, as measure ranks."""
     ranks: Ranks = {}
     for request in source.requests:
-        if (queries := asked.get(request.id)) is None:
-            continue
-        best = 0
-        for hits in index.search(list(queries), DEPTH):
-            for rank, hit in enumerate(hits, start=1):
-                if catalog.tools[hit.position].name in request.tools:
-                    best = rank if not best else min(best, rank)
-                    break
-        ranks[(source.name, request.id)] = best
+        if (queries := asked.get(request.id)) is not None:
+            lists = [
+                [catalog.tools[hit.position].name for hit in hits]
+                for hits in index.search(list(queries), DEPTH)
+            ]
+            ranks[(source.name, request.id)] = first_rank(request, best_ranks(lists)) or 0
     return ranks
 
 
@@ -87,7 +69,7 @@ def search_sets(
         chosen = {"ours": built.get("hybrid", built["lexical"]), "bm25-floor": built["bm25-floor"]}
         for searched, asked in zip(out, wanted, strict=True):
             for search, index in chosen.items():
-                searched.ranks[search].update(best_ranks(source, catalog, index, asked))
+                searched.ranks[search].update(request_ranks(source, catalog, index, asked))
     return out
 
 
