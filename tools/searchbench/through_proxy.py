@@ -33,8 +33,8 @@ from pathlib import Path
 from toolsearch.catalogs.catalog import Catalog
 from toolsearch.search import Embedder
 from toolsearch.search.embedding import VectorCache
-from toolsearch.search.hybrid import DEFAULT_FUSION, Fusion
-from toolsearch.service.finding import EXACT_NAME_PREFIX, cut_query
+from toolsearch.search.hybrid import DEFAULT_FUSION
+from toolsearch.service.finding import cut_query, named_tool
 from toolsearch.settings import Settings
 
 from .benchset import Request, Source
@@ -127,8 +127,7 @@ class InProcess:
         self, tools: Sequence[dict[str, object]], embedder: Embedder | None, cache: VectorCache
     ) -> None:
         self.catalog = Catalog.from_definitions(tools)
-        fusion = Fusion(method=DEFAULT_FUSION.method, lexical_weight=DEFAULT_FUSION.lexical_weight)
-        built = indexes(self.catalog, embedder, fusion, "learned", cache)
+        built = indexes(self.catalog, embedder, DEFAULT_FUSION, "learned", cache)
         self.index = built.get("hybrid", built["lexical"])  # lexical when no model is loaded
 
     def rank(self, request: Request, queries: Sequence[str], exact_first: bool = False) -> int | None:
@@ -144,7 +143,7 @@ class InProcess:
     def exact_name(self, query: str) -> str | None:
         """The tool a query names exactly (or as `select:name`), which search_tools puts first
         (`finding._exact_name_first`)."""
-        wanted = query.strip().removeprefix(EXACT_NAME_PREFIX).strip()
+        wanted = named_tool(query)
         return wanted if self.catalog.get(wanted) is not None else None
 
 

@@ -186,12 +186,17 @@ def _kept_hit(entry: IndexedCatalog, position: int, with_schema: bool) -> KeptHi
     return kept
 
 
-def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:
-    """A query that is a tool's exact name (or `select:name`) returns that tool first."""
+def named_tool(query: str) -> str:
+    """The tool name a query would be if it named one exactly (`name` or `select:name`)."""
     wanted = query.strip()
     if wanted.startswith(EXACT_NAME_PREFIX):
         wanted = wanted[len(EXACT_NAME_PREFIX) :].strip()
-    tool = entry.catalog.get(wanted)
+    return wanted
+
+
+def _exact_name_first(entry: IndexedCatalog, query: str, positions: list[int]) -> list[int]:
+    """A query that is a tool's exact name (or `select:name`) returns that tool first."""
+    tool = entry.catalog.get(named_tool(query))
     if tool is None:
         return positions
     position = entry.catalog.tools.index(tool)
