@@ -24,12 +24,12 @@ from typing import Any
 import httpx
 
 import toolsearch
+from toolsearch.cli.catalog import fetch_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "searchbench-proxy"  # made up: the upstream asks for none; the proxy keys the caller's catalog by it
 AUTHORIZATION = {"Authorization": f"Bearer {TOKEN}"}
 DROPPED = "upstream tool dropped"  # the proxy's log message for a listed tool it leaves out
-CATALOG_PAGE = 500  # GET /catalog's largest page
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,13 @@ class Served:
         }
 
     def catalog_names(self) -> set[str]:
-        """The names of the caller's catalog as the proxy holds it (`GET /catalog`, every page)."""
-        names: set[str] = set()
-        cursor = None
-        with httpx.Client(timeout=120) as http:
-            while True:
-                params = {"limit": str(CATALOG_PAGE), **({"cursor": cursor} if cursor else {})}
-                reply = http.get(self.base + "/catalog", params=params, headers=AUTHORIZATION)
-                reply.raise_for_status()
-                body = reply.json()
-                names.update(tool["name"] for tool in body["tools"])
-                cursor = body.get("nextCursor")
-                if not cursor:
-                    return names
+        """The names of the caller's catalog as the proxy holds it (`GET /catalog`, every page, read
+        as `toolsearch catalog` reads it)."""
+        with httpx.Client(timeout=120, headers=AUTHORIZATION) as http:
+            listing = fetch_catalog(http, self.base, None)
+        if listing.stopped:
+            raise RuntimeError(f"GET /catalog: {listing.stopped}")
+        return {str(row.get("name")) for row in listing.rows}
 
 
 def _tests_on_path() -> None:
